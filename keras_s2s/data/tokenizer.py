@@ -1,0 +1,94 @@
+"""A SentencePiece subword tokenizer that travels with the model.
+
+Ids: 0 pad, 1 unknown, 2 begin-of-sentence, 3 end-of-sentence. The trained
+model proto is kept in `get_config()`, so a saved Keras model restores it.
+
+Example:
+    >>> tok = SubwordTokenizer.train(["a small test", "a big test"], vocab_size=30)
+    >>> tok.detokenize(tok.tokenize(["a big test"]))
+    ['a big test']
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+from pathlib import Path
+from typing import Iterable
+
+import keras
+import sentencepiece as spm
+
+PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+
+
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class SubwordTokenizer:
+    """SentencePiece tokenizer (unigram or BPE) with fixed special ids.
+
+    Args:
+        proto: bytes | str. A serialized SentencePiece model, or its base64 text.
+    """
+
+    def __init__(self, proto: bytes | str):
+        self.proto = base64.b64decode(proto) if isinstance(proto, str) else bytes(proto)
+        self._processor = spm.SentencePieceProcessor(model_proto=self.proto)
+        if self._processor.pad_id() != PAD_ID or self._processor.eos_id() != EOS_ID:
+            raise ValueError("SentencePiece model must use pad=0, unk=1, bos=2, eos=3")
+
+    @classmethod
+    def train(cls, texts: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram"):
+        """Learn a vocabulary of at most `vocab_size` pieces from `texts`."""
+        texts = [t for t in texts if t.strip()]
+        if not texts:
+            raise ValueError("cannot train a tokenizer on an empty corpus")
+        model = io.BytesIO()
+        spm.SentencePieceTrainer.train(
+            sentence_iterator=iter(texts),
+            model_writer=model,
+            vocab_size=vocab_size,
+            model_type=model_type,
+            pad_id=PAD_ID,
+            unk_id=UNK_ID,
+            bos_id=BOS_ID,
+            eos_id=EOS_ID,
+            character_coverage=1.0,
+            hard_vocab_limit=False,
+            input_sentence_size=200000,
+            shuffle_input_sentence=False,
+            num_threads=1,
+            minloglevel=2,
+        )
+        return cls(model.getvalue())
+
+    @property
+    def vocab_size(self) -> int:
+        return self._processor.get_piece_size()
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        """Subword ids of each text (no BOS/EOS)."""
+        return self._processor.encode(list(texts))
+
+    def detokenize(self, ids) -> list[str]:
+        """Text of each id sequence; stops at EOS and ignores pad/BOS."""
+        texts = []
+        for row in ids:
+            row = [int(i) for i in row]
+            if EOS_ID in row:
+                row = row[: row.index(EOS_ID)]
+            texts.append(self._processor.decode([i for i in row if i > EOS_ID or i == UNK_ID]))
+        return texts
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_bytes(self.proto)
+
+    @classmethod
+    def load(cls, path: str | Path):
+        return cls(Path(path).read_bytes())
+
+    def get_config(self) -> dict:
+        return {"proto": base64.b64encode(self.proto).decode("ascii")}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        return cls(**config)

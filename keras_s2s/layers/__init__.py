@@ -1,0 +1,4 @@
+"""Shared layers."""
+from keras_s2s.layers.attention import NormalizedBahdanauAttention
+
+__all__ = ["NormalizedBahdanauAttention"]

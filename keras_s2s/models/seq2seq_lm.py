@@ -1,0 +1,129 @@
+"""`Seq2SeqLM`: the task base of the translation models.
+
+Training is teacher-forced through plain `fit()`: inputs are
+`{"source": ids [B,S], "target_in": ids [B,T]}` (0 = padding; target_in
+starts with BOS), labels are target ids ending with EOS. Decoding lives here
+once for every architecture: a subclass provides `encode`,
+`initial_decoder_state` and `decode_step`.
+
+Example:
+    >>> model = keras_s2s.zoo.load("gnmt", tokenizer=data.tokenizer, num_layers=2, units=128)
+    >>> model.fit(data.train, epochs=1)
+    >>> model.translate(["the dog sees a cat"])
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import keras
+import tensorflow as tf
+
+from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+
+class Seq2SeqLM(keras.Model):
+    """Base of encoder-decoder language models with greedy decoding.
+
+    Args:
+        vocab_size: int. Size of the (joint) subword vocabulary.
+        tokenizer: SubwordTokenizer | None. Saved with the model; needed by
+            `translate`.
+        decode_max_length: int. Longest output `generate` produces by default.
+    """
+
+    def __init__(self, vocab_size: int = 8000, tokenizer=None, decode_max_length: int = 128, **kwargs):
+        super().__init__(**kwargs)
+        if tokenizer is not None and tokenizer.vocab_size != vocab_size:
+            raise ValueError(
+                f"vocab_size={vocab_size} does not match the tokenizer's {tokenizer.vocab_size} pieces"
+            )
+        self.vocab_size = vocab_size
+        self.tokenizer = tokenizer
+        self.decode_max_length = decode_max_length
+        self._greedy_fn = None
+
+    # --- subclass interface ---------------------------------------------------------------
+
+    def encode(self, source_ids, training=False):
+        """Encoder outputs: a dict of tensors that `decode_step` reads."""
+        raise NotImplementedError
+
+    def initial_decoder_state(self, encoded):
+        """Decoder state before the first step (a nested structure of tensors)."""
+        raise NotImplementedError
+
+    def decode_step(self, token_ids, state, encoded):
+        """One step: ids [B] -> (float32 logits [B, V], new state)."""
+        raise NotImplementedError
+
+    # --- building and config --------------------------------------------------------------
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        dummy = {"source": tf.ones((1, 8), tf.int32), "target_in": tf.ones((1, 8), tf.int32)}
+        self.call(dummy, training=False)  # builds every sublayer
+        self.built = True
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocab_size": self.vocab_size,
+                "decode_max_length": self.decode_max_length,
+                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer) if self.tokenizer else None,
+            }
+        )
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if config.get("tokenizer"):
+            config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
+        return cls(**config)
+
+    # --- decoding -------------------------------------------------------------------------
+
+    def _greedy(self, source_ids, max_length):
+        encoded = self.encode(source_ids, training=False)
+        batch = tf.shape(source_ids)[0]
+        state = self.initial_decoder_state(encoded)
+        token = tf.fill([batch], tf.constant(BOS_ID, tf.int32))
+        finished = tf.zeros([batch], tf.bool)
+        outputs = tf.TensorArray(tf.int32, size=max_length)
+        for step in tf.range(max_length):
+            logits, state = self.decode_step(token, state, encoded)
+            token = tf.where(finished, PAD_ID, tf.argmax(logits, axis=-1, output_type=tf.int32))
+            outputs = outputs.write(step, token)
+            finished = finished | tf.equal(token, EOS_ID)
+            if tf.reduce_all(finished):
+                break
+        return tf.transpose(outputs.stack())
+
+    def generate(self, source_ids, max_length: int | None = None) -> np.ndarray:
+        """Greedy decoding of a padded batch of source ids; returns ids [B, L] (EOS, then 0s)."""
+        if self._greedy_fn is None:
+            self._greedy_fn = tf.function(self._greedy, reduce_retracing=True)
+        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        max_length = int(max_length or self.decode_max_length)
+        return self._greedy_fn(source_ids, tf.constant(max_length)).numpy()
+
+    def translate(self, texts: list[str], batch_size: int = 64, max_length: int | None = None) -> list[str]:
+        """Translate raw sentences to detokenized text (greedy)."""
+        if self.tokenizer is None:
+            raise ValueError("this model has no tokenizer; load it with zoo.load(..., tokenizer=...)")
+        texts = list(texts)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths per batch
+        results: list[str] = [""] * len(texts)
+        for start in range(0, len(order), batch_size):
+            chunk = order[start:start + batch_size]
+            ids = [row + [EOS_ID] for row in self.tokenizer.tokenize([texts[i] for i in chunk])]
+            width = -(-max(len(r) for r in ids) // 8) * 8
+            batch = np.zeros((len(ids), width), np.int32)
+            for row, seq in enumerate(ids):
+                batch[row, :len(seq)] = seq
+            limit = max_length or min(self.decode_max_length, 2 * width + 10)
+            for i, text in zip(chunk, self.tokenizer.detokenize(self.generate(batch, limit))):
+                results[i] = text
+        return results

@@ -1,0 +1,1 @@
+"""Training machinery: precision, optimizers and schedules, the CLI run."""

@@ -1,0 +1,81 @@
+"""Mixed-precision policy selection.
+
+`auto` picks `mixed_float16` on NVIDIA GPUs with compute capability >= 7.0,
+`mixed_bfloat16` on CPUs with AVX512-BF16 or AMX, else `float32`.
+Variables stay float32 under every policy (Keras keeps master weights).
+
+Example:
+    >>> set_precision("auto")   # logs e.g. "precision auto -> mixed_bfloat16 (CPU has amx_bf16)"
+    'mixed_bfloat16'
+"""
+
+from __future__ import annotations
+
+import logging
+
+import keras
+import tensorflow as tf
+
+from keras_s2s.config import PRECISIONS
+
+log = logging.getLogger("keras_s2s")
+
+BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU feature flags listed in /proc/cpuinfo (empty if unreadable)."""
+    try:
+        with open(cpuinfo, encoding="utf-8") as handle:
+            for line in handle:
+                if line.startswith("flags"):
+                    return set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return set()
+
+
+def gpu_compute_capabilities() -> list[tuple[int, int]]:
+    """Compute capability of each visible NVIDIA GPU."""
+    capabilities = []
+    for gpu in tf.config.list_physical_devices("GPU"):
+        details = tf.config.experimental.get_device_details(gpu)
+        if details.get("compute_capability"):
+            capabilities.append(tuple(details["compute_capability"]))
+    return capabilities
+
+
+def choose_precision(gpu_capabilities: list[tuple[int, int]], flags: set[str]) -> tuple[str, str]:
+    """Pick a policy for this hardware; returns (policy, reason)."""
+    if gpu_capabilities:
+        if min(gpu_capabilities) >= (7, 0):
+            cc = ".".join(map(str, min(gpu_capabilities)))
+            return "mixed_float16", f"NVIDIA GPU with compute capability {cc}"
+        return "float32", "GPU older than compute capability 7.0 (no fast float16)"
+    found = [flag for flag in BF16_CPU_FLAGS if flag in flags]
+    if found:
+        return "mixed_bfloat16", f"CPU has {', '.join(found)}"
+    return "float32", "no GPU and no bfloat16 instructions on the CPU"
+
+
+def resolve_precision(name: str) -> str:
+    """Turn a card's `precision` value into a Keras policy name."""
+    if name not in PRECISIONS:
+        raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {name!r}")
+    if name != "auto":
+        return name
+    policy, reason = choose_precision(gpu_compute_capabilities(), cpu_flags())
+    log.info("precision auto -> %s (%s)", policy, reason)
+    return policy
+
+
+def set_precision(name: str) -> str:
+    """Resolve `name` and make it Keras's global dtype policy; returns the policy."""
+    policy = resolve_precision(name)
+    keras.mixed_precision.set_global_policy(policy)
+    return policy
+
+
+def is_mixed() -> bool:
+    """Whether the global policy computes in a 16-bit type."""
+    return keras.mixed_precision.global_policy().compute_dtype in ("float16", "bfloat16")

@@ -1,0 +1,113 @@
+"""The model zoo: YAML cards in this folder -> built, compiled Keras models.
+
+Example:
+    >>> import keras_s2s
+    >>> keras_s2s.zoo.list_models()
+    ['gnmt']
+    >>> model = keras_s2s.zoo.load("gnmt", num_layers=2, units=256)
+"""
+
+from __future__ import annotations
+
+import difflib
+import logging
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from keras_s2s.config import Card, CardError, load_card
+from keras_s2s.distribute import get_strategy
+from keras_s2s.models import ARCHITECTURES
+from keras_s2s.training.metrics import MaskedAccuracy
+from keras_s2s.training.optimizers import build_optimizer
+from keras_s2s.training.precision import set_precision
+
+log = logging.getLogger("keras_s2s")
+CARDS_DIR = Path(__file__).resolve().parent
+
+
+def list_models() -> list[str]:
+    """Names of the models in the zoo."""
+    return sorted(p.stem for p in CARDS_DIR.glob("*.yaml"))
+
+
+def card_path(name: str) -> Path:
+    """The card file of zoo model `name`, or the path itself if `name` is a .yaml file."""
+    if name.endswith((".yaml", ".yml")):
+        return Path(name)
+    path = CARDS_DIR / f"{name}.yaml"
+    if not path.is_file():
+        available = list_models()
+        close = difflib.get_close_matches(name, available, n=1)
+        hint = f" Did you mean '{close[0]}'?" if close else ""
+        raise CardError(f"unknown model '{name}'.{hint} Available models: {', '.join(available)}")
+    return path
+
+
+def get_card(name: str, **overrides) -> Card:
+    """The validated card of `name` (a zoo name or a .yaml path) with overrides applied."""
+    return load_card(card_path(name), overrides)
+
+
+def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
+    """Compile `model` with the card's optimizer, schedule and loss-scale settings."""
+    training = card.training
+    model.compile(
+        optimizer=build_optimizer(training, policy),
+        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        metrics=[MaskedAccuracy()],
+        steps_per_execution=training.get("steps_per_execution", 1),
+        jit_compile=training.get("jit_compile", False),
+    )
+    return model
+
+
+def build_from_card(card: Card, tokenizer=None, strategy=None) -> keras.Model:
+    """Set precision, then build and compile the card's model inside the strategy's scope."""
+    policy = set_precision(card.training.get("precision", "auto"))
+    if strategy is None and not tf.distribute.has_strategy():
+        strategy = card.training.get("strategy", "auto")
+    scope = get_strategy(strategy).scope() if strategy is not None else _current_scope()
+    kwargs = dict(card.model)
+    if tokenizer is not None:
+        kwargs["vocab_size"] = tokenizer.vocab_size
+    if "decode_max_length" in card.training:
+        kwargs["decode_max_length"] = card.training["decode_max_length"]
+    with scope:
+        model = ARCHITECTURES[card.architecture](tokenizer=tokenizer, name=card.name, **kwargs)
+        model.build()
+        compile_model(model, card, policy)
+    log.info("built %s: %s parameters, policy %s", card.name, f"{model.count_params():,}", policy)
+    return model
+
+
+class _current_scope:
+    """No-op context: the caller is already inside a strategy scope."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+
+def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None, **overrides) -> keras.Model:
+    """Build and compile zoo model `name`.
+
+    Args:
+        name: str. A zoo name (see `list_models()`) or a path to a card.
+        tokenizer: SubwordTokenizer | None. Sets the vocabulary size and is
+            saved with the model.
+        strategy: str | tf.distribute.Strategy | None. Build inside this
+            strategy's scope. None: the current scope if inside one, else
+            the card's `strategy`.
+        weights: str | None. A `.weights.h5` file to load after building.
+        **overrides: card settings, e.g. `units=256`, `precision="float32"`,
+            `learning_rate=1e-3`, or dotted paths `training.loss_scale.initial_scale`.
+    """
+    card = get_card(name, **overrides)
+    model = build_from_card(card, tokenizer=tokenizer, strategy=strategy)
+    if weights:
+        model.load_weights(weights)
+    return model

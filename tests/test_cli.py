@@ -1,0 +1,92 @@
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from keras_s2s.cli import main
+
+TINY = ["--set", "units=16", "--set", "num_layers=2", "--set", "num_train=300", "--set", "num_valid=16",
+        "--set", "num_test=8", "--set", "vocab_size=300", "--set", "batch_size=16", "--set", "max_length=48",
+        "--set", "decode_max_length=20", "--precision", "float32"]
+
+
+def run_cli(*args, stdin=None, timeout=300):
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    return subprocess.run([sys.executable, "-m", "keras_s2s.cli", *args], input=stdin, capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    assert capsys.readouterr().out.startswith("gnmt")
+
+
+def test_console_script_is_installed():
+    result = subprocess.run(["keras-s2s", "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "train" in result.stdout
+
+
+def test_bad_input_gives_a_clear_error_and_exit_code_2(capsys, tmp_path):
+    assert main(["train", "gmnt", "--out", str(tmp_path / "r")]) == 2
+    assert "unknown model 'gmnt'. Did you mean 'gnmt'?" in capsys.readouterr().err
+    assert main(["train", "gnmt", "--set", "unitz=3", "--out", str(tmp_path / "r")]) == 2
+    assert "did you mean 'units'" in capsys.readouterr().err
+    assert main(["translate", "--model", str(tmp_path / "nothing")]) == 2
+    assert "is 'nothing'" in capsys.readouterr().err or "not found" in capsys.readouterr().err
+
+
+def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
+    out = tmp_path / "run"
+    assert main(["train", "gnmt", "--data", "demo", "--steps", "12", "--out", str(out), *TINY]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out BLEU" in printed and "dictionary baseline BLEU" in printed and "reference:" in printed
+    for name in ("model.keras", "card.yaml", "tokenizer.model", "eval.json", "hypotheses.txt", "history.json"):
+        assert (out / name).is_file(), name
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["epoch-001.weights.h5"]
+    assert any((out / "logs").rglob("*tfevents*")), "TensorBoard logs"
+    assert not (out / "backup").exists(), "the backup is removed after a finished run"
+    result = json.loads((out / "eval.json").read_text())
+    assert result["sentences"] == 8 and "nrefs:1" in result["bleu_signature"]
+    assert len((out / "hypotheses.txt").read_text().splitlines()) == 8
+
+    (tmp_path / "in.txt").write_text("the dog sees a cat\nthey will run\n")
+    assert main(["translate", "--model", str(out), "--input", str(tmp_path / "in.txt"),
+                 "--output", str(tmp_path / "out.txt")]) == 0
+    assert len((tmp_path / "out.txt").read_text().splitlines()) == 2
+
+    assert main(["evaluate", "--model", str(out)]) == 0
+    assert f"BLEU {result['bleu']:.2f}" in capsys.readouterr().out, "evaluation is reproducible"
+
+
+def test_translate_reads_stdin(tmp_path):
+    out = tmp_path / "run"
+    assert run_cli("train", "gnmt", "--steps", "4", "--out", str(out), *TINY).returncode == 0
+    result = run_cli("translate", "--model", str(out), stdin="the dog sees a cat\nwe will not run\nhello\n")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 3
+
+
+@pytest.mark.slow
+def test_an_interrupted_run_resumes_from_its_backup(tmp_path):
+    out = tmp_path / "run"
+    args = [sys.executable, "-m", "keras_s2s.cli", "train", "gnmt", "--epochs", "3", "--out", str(out), *TINY,
+            "--set", "steps_per_epoch=6"]
+    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 240
+    while not (out / "checkpoints" / "epoch-001.weights.h5").exists():
+        assert time.time() < deadline and first.poll() is None, "first run never finished an epoch"
+        time.sleep(0.2)
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    assert not (out / "model.keras").exists()
+    second = subprocess.run(args, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    history = json.loads((out / "history.json").read_text())
+    completed_before = 3 - len(history["loss"])
+    assert completed_before >= 1, "the second run must skip the epochs the first one finished"
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
+        "epoch-001.weights.h5", "epoch-002.weights.h5", "epoch-003.weights.h5"]

@@ -1,0 +1,41 @@
+"""`pip install .` (not editable) into a fresh virtual environment ships the zoo cards."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_pip_install_into_a_fresh_venv_and_load_from_elsewhere(tmp_path):
+    venv = tmp_path / "venv"
+    # system site packages provide TensorFlow & co. (no network needed); keras_s2s itself comes from the wheel
+    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    install = subprocess.run([str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "-q",
+                              str(ROOT)], capture_output=True, text=True, timeout=600)
+    assert install.returncode == 0, install.stderr
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    code = (
+        "import keras_s2s, pathlib;"
+        "m = keras_s2s.zoo.load('gnmt', num_layers=2, units=8, vocab_size=50, precision='float32');"
+        "print(pathlib.Path(keras_s2s.__file__).resolve());"
+        "print(m.count_params(), keras_s2s.zoo.list_models())"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "2"
+    result = subprocess.run([str(python), "-c", code], cwd=elsewhere, capture_output=True, text=True,
+                            timeout=300, env=env)
+    assert result.returncode == 0, result.stderr
+    location, summary = result.stdout.strip().splitlines()[-2:]
+    assert str(venv.resolve()) in location, f"imported from {location}, not from the installed wheel"
+    assert "gnmt" in summary and int(summary.split()[0]) > 0
+    scripts = venv / "bin" / "keras-s2s"
+    listed = subprocess.run([str(scripts), "list"], cwd=elsewhere, capture_output=True, text=True, timeout=300,
+                            env=env)
+    assert listed.returncode == 0 and listed.stdout.startswith("gnmt"), listed.stderr
