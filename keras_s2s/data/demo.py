@@ -28,11 +28,11 @@ from dataclasses import dataclass
 # Words are built from syllables (onset + vowel) and a final coda. A target
 # stem is the source stem after regular sound changes (like cognates between
 # related languages), so the lexicon is large but learnable.
-ONSETS = {"b": "p", "d": "t", "f": "h", "g": "k", "k": "q", "l": "r", "m": "m", "n": "n", "p": "b", "r": "l",
-          "s": "z", "t": "ts", "v": "w", "z": "dz", "br": "pr", "st": "x", "pl": "bl", "gr": "kr", "tr": "dr",
-          "sh": "j", "ch": "y"}
-VOWELS = {"a": "e", "e": "i", "i": "ai", "o": "u", "u": "ou", "ee": "ii", "oo": "o", "ai": "aa"}
-CODAS = {"": "", "n": "ng", "r": "", "t": "d", "l": "ll", "m": "n", "k": "kh"}
+ONSETS = {"b": "p", "d": "t", "f": "f", "g": "k", "k": "k", "l": "l", "m": "m", "n": "n", "p": "p", "r": "r",
+          "s": "s", "t": "t", "v": "w", "z": "z", "br": "pr", "st": "st", "pl": "pl", "gr": "kr", "tr": "tr",
+          "sh": "sh", "ch": "ch"}
+VOWELS = {"a": "a", "e": "e", "i": "i", "o": "o", "u": "u", "ee": "ii", "oo": "uu", "ai": "ai"}
+CODAS = {"": "", "n": "n", "r": "r", "t": "d", "l": "l", "m": "m", "k": "k"}
 SOURCE_FUNCTION_WORDS = {
     "the", "a", "some", "two", "three", "i", "you", "he", "she", "we", "they", "me", "him", "her",
     "us", "them", "will", "not", "does", "do", "did", "and", "but", "in", "on", "with", "near",
@@ -72,11 +72,11 @@ def _make_words(rng: random.Random, count: int, taken: set, taken_target: set) -
 
 
 class _Zipf:
-    """Draws items with probability proportional to 1 / (rank + 10), like word frequencies."""
+    """Draws items with probability proportional to 1 / (rank + 3), like word frequencies."""
 
     def __init__(self, items: list):
         self.items = items
-        self.cumulative = list(itertools.accumulate(1.0 / (rank + 10) for rank in range(len(items))))
+        self.cumulative = list(itertools.accumulate(1.0 / (rank + 3) for rank in range(len(items))))
 
     def draw(self, rng: random.Random):
         return rng.choices(self.items, cum_weights=self.cumulative)[0]
@@ -110,7 +110,7 @@ class DemoCorpus:
         num_nouns, num_verbs, num_adjectives, num_adverbs: int. Lexicon sizes.
     """
 
-    def __init__(self, seed: int = 0, num_nouns=600, num_verbs=250, num_adjectives=160, num_adverbs=40):
+    def __init__(self, seed: int = 0, num_nouns=300, num_verbs=150, num_adjectives=100, num_adverbs=30):
         rng = random.Random(seed)
         taken_src = set(SOURCE_FUNCTION_WORDS)
         taken_tgt = set(OBJECT_PRONOUNS.values()) | set(POSTPOSITIONS.values()) | set(CONJUNCTIONS.values())
