@@ -36,7 +36,11 @@ def test_bad_input_gives_a_clear_error_and_exit_code_2(capsys, tmp_path):
     assert main(["train", "gnmt", "--set", "unitz=3", "--out", str(tmp_path / "r")]) == 2
     assert "did you mean 'units'" in capsys.readouterr().err
     assert main(["translate", "--model", str(tmp_path / "nothing")]) == 2
-    assert "is 'nothing'" in capsys.readouterr().err or "not found" in capsys.readouterr().err
+    assert "model.keras not found" in capsys.readouterr().err
+    assert main(["train", "gnmt", "--data", str(tmp_path / "missing.tsv"), "--out", str(tmp_path / "r"),
+                 *TINY]) == 2
+    assert "missing.tsv: file not found" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists(), "a failed run leaves nothing behind"
 
 
 def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):

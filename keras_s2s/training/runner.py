@@ -122,10 +122,9 @@ def train(
         overrides["data.source"] = data
     card = zoo.get_card(model, **overrides)
     out = Path(out or Path("runs") / card.name)
-    out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False)))
     keras.utils.set_random_seed(card.training.get("seed", 0))
     policy = set_precision(card.training["precision"])
+    card.training["precision"] = policy  # resolved once, logged once
     strategy = get_strategy(card.training["strategy"], devices=devices)
     data_cfg = card.data
     tokenizer_path = out / "tokenizer.model"
@@ -146,6 +145,8 @@ def train(
         repeat=True,
         drop_remainder=strategy.num_replicas_in_sync > 1,
     )
+    out.mkdir(parents=True, exist_ok=True)  # only once the data is known to be good
+    atomic_write(out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False)))
     if tokenizer is None:
         atomic_write(tokenizer_path, corpus.tokenizer.save)
     log.info("data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
@@ -172,10 +173,12 @@ def train(
     history = model_obj.fit(
         corpus.train,
         validation_data=corpus.valid,
+        validation_steps=sum(1 for _ in corpus.valid) if corpus.valid is not None else None,
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
         callbacks=callbacks,
         verbose=verbose,
+        shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data.Dataset
     )
     train_seconds = time.time() - start
     atomic_write(out / "model.keras", model_obj.save)
