@@ -90,7 +90,7 @@ if __name__ == "__main__":
     parser.add_argument("--units", type=int, default=1024)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=8000)
-    parser.add_argument("--batch", type=int, default=64)
+    parser.add_argument("--batch", type=int, default=128, help="the gnmt card's batch size")
     parser.add_argument("--length", type=int, default=24)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per repeat")
     parser.add_argument("--repeats", type=int, default=3)

@@ -25,7 +25,7 @@ def _parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train a zoo model (or a card .yaml) and report held-out BLEU")
     train.add_argument("model", help="zoo model name or path to a card .yaml")
-    train.add_argument("--data", help="'demo', a TSV file, or two aligned files 'train.src,train.tgt'")
+    train.add_argument("--data", nargs="+", help="'demo', a TSV file, or two aligned files: train.src train.tgt")
     train.add_argument("--precision", choices=PRECISIONS)
     train.add_argument("--strategy", choices=STRATEGIES)
     train.add_argument("--devices", help="comma-separated devices for --strategy mirrored")
@@ -38,7 +38,7 @@ def _parser() -> argparse.ArgumentParser:
 
     evaluate = commands.add_parser("evaluate", help="BLEU/chrF of a trained model on its held-out split")
     evaluate.add_argument("--model", required=True, help="run directory written by `train`")
-    evaluate.add_argument("--data", help="evaluate on the test split of this data instead")
+    evaluate.add_argument("--data", nargs="+", help="evaluate on the test split of this data instead")
 
     translate = commands.add_parser("translate", help="translate lines from a file or stdin")
     translate.add_argument("--model", required=True, help="run directory written by `train`")
@@ -95,12 +95,13 @@ def main(argv: list[str] | None = None) -> int:
             from keras_s2s.training.runner import train
 
             devices = args.devices.split(",") if args.devices else None
-            train(args.model, data=args.data, out=args.out, epochs=args.epochs, steps=args.steps,
+            data = ",".join(args.data) if args.data else None
+            train(args.model, data=data, out=args.out, epochs=args.epochs, steps=args.steps,
                   overrides=_overrides(args), devices=devices)
         elif args.command == "evaluate":
             from keras_s2s.training.runner import evaluate_run
 
-            evaluate_run(args.model, data=args.data)
+            evaluate_run(args.model, data=",".join(args.data) if args.data else None)
         else:
             _translate(args)
     except (CardError, FileNotFoundError, ValueError) as exc:

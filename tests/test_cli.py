@@ -94,3 +94,18 @@ def test_an_interrupted_run_resumes_from_its_backup(tmp_path):
     assert completed_before >= 1, "the second run must skip the epochs the first one finished"
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
         "epoch-001.weights.h5", "epoch-002.weights.h5", "epoch-003.weights.h5"]
+
+
+def test_train_on_two_aligned_files(tmp_path, capsys):
+    from keras_s2s.data import DemoCorpus
+
+    pairs = DemoCorpus(seed=2).split(400, 0, 0)[0]
+    (tmp_path / "train.src").write_text("\n".join(s for s, _ in pairs) + "\n")
+    (tmp_path / "train.tgt").write_text("\n".join(t for _, t in pairs) + "\n")
+    out = tmp_path / "run"
+    assert main(["train", "gnmt", "--data", str(tmp_path / "train.src"), str(tmp_path / "train.tgt"),
+                 "--steps", "3", "--out", str(out), *TINY]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out BLEU" in printed and "baseline" not in printed
+    result = json.loads((out / "eval.json").read_text())
+    assert result["sentences"] == 8  # num_test from TINY; the split is cut from the shuffled corpus

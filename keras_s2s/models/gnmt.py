@@ -4,7 +4,8 @@ Encoder: embedding, a bidirectional LSTM, then unidirectional LSTMs with
 residual connections from the third layer on. Decoder: an LSTM stack with
 residual connections from the third layer on, then normalized Bahdanau
 attention of every decoder step over the encoder outputs, a tanh
-combination of decoder output and context, and a float32 output projection.
+combination of decoder output and context, and the output projection
+(float32 logits).
 
 The decoder runs without input feeding (the context is not fed back into the
 LSTMs), as in Ono et al. 2019: training computes the whole LSTM stack first
@@ -83,7 +84,8 @@ class GNMT(Seq2SeqLM):
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
         self.attention = NormalizedBahdanauAttention(attention_units or units, dtype=dtype, name="attention")
         self.combine = keras.layers.Dense(units, activation="tanh", dtype=dtype, name="attention_combine")
-        self.output_projection = keras.layers.Dense(vocab_size, dtype="float32", name="output_projection")
+        # the projection's matmul runs in the compute dtype (fast); logits are cast to float32 for the softmax
+        self.output_projection = keras.layers.Dense(vocab_size, dtype=dtype, name="output_projection")
 
     def _stack(self, layers, x, training, mask=None):
         for index, layer in enumerate(layers):
@@ -101,7 +103,7 @@ class GNMT(Seq2SeqLM):
     def _readout(self, decoder_out, encoded, training=False):
         context, _ = self.attention(decoder_out, encoded["memory"], encoded["mask"], keys=encoded["keys"])
         combined = self.combine(ops.concatenate([decoder_out, context], axis=-1))
-        return self.output_projection(self.dropout_layer(combined, training=training))
+        return ops.cast(self.output_projection(self.dropout_layer(combined, training=training)), "float32")
 
     def call(self, inputs, training=False):
         encoded = self.encode(inputs["source"], training=training)
