@@ -39,12 +39,16 @@ def _parser() -> argparse.ArgumentParser:
     evaluate = commands.add_parser("evaluate", help="BLEU/chrF of a trained model on its held-out split")
     evaluate.add_argument("--model", required=True, help="run directory written by `train`")
     evaluate.add_argument("--data", nargs="+", help="evaluate on the test split of this data instead")
+    evaluate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default)")
+    evaluate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
 
     translate = commands.add_parser("translate", help="translate lines from a file or stdin")
     translate.add_argument("--model", required=True, help="run directory written by `train`")
     translate.add_argument("--input", help="input file (default: stdin)")
     translate.add_argument("--output", help="output file (default: stdout)")
     translate.add_argument("--batch-size", type=int, default=64)
+    translate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default)")
+    translate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
     return parser
 
 
@@ -70,7 +74,8 @@ def _translate(args) -> None:
     try:
         batch = max(1, args.batch_size) * 16
         for start in range(0, len(lines), batch):
-            for text in model.translate(lines[start:start + batch], batch_size=args.batch_size):
+            for text in model.translate(lines[start:start + batch], batch_size=args.batch_size,
+                                        beam_width=args.beam_width, length_penalty=args.length_penalty):
                 out.write(text + "\n")
             if args.output:
                 print(f"\rtranslated {min(start + batch, len(lines))}/{len(lines)} lines", end="", file=sys.stderr)
@@ -101,7 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "evaluate":
             from keras_s2s.training.runner import evaluate_run
 
-            evaluate_run(args.model, data=",".join(args.data) if args.data else None)
+            evaluate_run(args.model, data=",".join(args.data) if args.data else None,
+                         beam_width=args.beam_width, length_penalty=args.length_penalty)
         else:
             _translate(args)
     except (CardError, FileNotFoundError, ValueError) as exc:

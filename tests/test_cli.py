@@ -64,6 +64,9 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
 
     assert main(["evaluate", "--model", str(out)]) == 0
     assert f"BLEU {result['bleu']:.2f}" in capsys.readouterr().out, "evaluation is reproducible"
+    assert main(["evaluate", "--model", str(out), "--beam-width", "2"]) == 0
+    assert "beam 2, alpha 0.6" in capsys.readouterr().out
+    assert json.loads((out / "eval.json").read_text())["beam_width"] == 2
 
 
 def test_translate_reads_stdin(tmp_path):

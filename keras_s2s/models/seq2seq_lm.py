@@ -19,10 +19,11 @@ import keras
 import tensorflow as tf
 
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from keras_s2s.decoding.beam_search import beam_search
 
 
 class Seq2SeqLM(keras.Model):
-    """Base of encoder-decoder language models with greedy decoding.
+    """Base of encoder-decoder language models with greedy and beam-search decoding.
 
     Args:
         vocab_size: int. Size of the (joint) subword vocabulary.
@@ -40,7 +41,7 @@ class Seq2SeqLM(keras.Model):
         self.vocab_size = vocab_size
         self.tokenizer = tokenizer
         self.decode_max_length = decode_max_length
-        self._greedy_fn = None
+        self._decoders = {}  # (beam_width, length_penalty) -> tf.function
 
     # --- subclass interface ---------------------------------------------------------------
 
@@ -101,16 +102,37 @@ class Seq2SeqLM(keras.Model):
                 break
         return tf.transpose(outputs.stack())
 
-    def generate(self, source_ids, max_length: int | None = None) -> np.ndarray:
-        """Greedy decoding of a padded batch of source ids; returns ids [B, L] (EOS, then 0s)."""
-        if self._greedy_fn is None:
-            self._greedy_fn = tf.function(self._greedy, reduce_retracing=True)
+    def _decoder(self, beam_width: int, alpha: float):
+        key = (beam_width, alpha)
+        if key not in self._decoders:
+            if beam_width == 1:
+                fn = self._greedy
+            else:
+                def fn(source_ids, max_length):
+                    return beam_search(self, source_ids, beam_width, max_length, alpha)[0]
+            signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32)]
+            self._decoders[key] = tf.function(fn, input_signature=signature)  # one trace for all shapes
+        return self._decoders[key]
+
+    def generate(self, source_ids, max_length: int | None = None, beam_width: int = 1,
+                 length_penalty: float = 0.0) -> np.ndarray:
+        """Decode a padded batch of source ids; returns ids [B, L] (EOS, then 0s).
+
+        Args:
+            source_ids: int array [B, S], 0-padded, each row ending with EOS.
+            max_length: int | None. Most output tokens (default `decode_max_length`).
+            beam_width: int. 1 = greedy; more = beam search.
+            length_penalty: float. GNMT length-penalty alpha for beam search.
+        """
+        if beam_width < 1:
+            raise ValueError(f"beam_width must be >= 1, got {beam_width}")
         source_ids = tf.convert_to_tensor(source_ids, tf.int32)
         max_length = int(max_length or self.decode_max_length)
-        return self._greedy_fn(source_ids, tf.constant(max_length)).numpy()
+        return self._decoder(beam_width, float(length_penalty))(source_ids, tf.constant(max_length)).numpy()
 
-    def translate(self, texts: list[str], batch_size: int = 64, max_length: int | None = None) -> list[str]:
-        """Translate raw sentences to detokenized text (greedy)."""
+    def translate(self, texts: list[str], batch_size: int = 64, max_length: int | None = None,
+                  beam_width: int = 1, length_penalty: float = 0.6) -> list[str]:
+        """Translate raw sentences to detokenized text (greedy, or beam search if beam_width > 1)."""
         if self.tokenizer is None:
             raise ValueError("this model has no tokenizer; load it with zoo.load(..., tokenizer=...)")
         texts = list(texts)
@@ -124,6 +146,7 @@ class Seq2SeqLM(keras.Model):
             for row, seq in enumerate(ids):
                 batch[row, :len(seq)] = seq
             limit = max_length or min(self.decode_max_length, 2 * width + 10)
-            for i, text in zip(chunk, self.tokenizer.detokenize(self.generate(batch, limit))):
+            ids = self.generate(batch, limit, beam_width=beam_width, length_penalty=length_penalty)
+            for i, text in zip(chunk, self.tokenizer.detokenize(ids)):
                 results[i] = text
         return results

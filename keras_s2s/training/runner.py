@@ -69,13 +69,15 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
     }
 
 
-def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, demo=None, samples: int = 3) -> dict:
-    """Translate the test split, score it, write hypotheses, print a few samples."""
+def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, demo=None, samples: int = 3,
+             beam_width: int = 1, length_penalty: float = 0.6) -> dict:
+    """Translate the test split (greedy or beam search), score it, write hypotheses, print a few samples."""
     sources = [s for s, _ in test_pairs]
     references = [t for _, t in test_pairs]
     start = time.time()
-    hypotheses = model.translate(sources)
+    hypotheses = model.translate(sources, beam_width=beam_width, length_penalty=length_penalty)
     result = score(hypotheses, references)
+    result["beam_width"] = beam_width
     result["sentences"] = len(sources)
     result["decode_seconds"] = round(time.time() - start, 1)
     if demo is not None:
@@ -83,7 +85,8 @@ def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, 
     if out_dir is not None:
         atomic_write(out_dir / "hypotheses.txt", lambda p: p.write_text("\n".join(hypotheses) + "\n", encoding="utf-8"))
         atomic_write(out_dir / "eval.json", lambda p: p.write_text(json.dumps(result, indent=2), encoding="utf-8"))
-    print(f"held-out BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({len(sources)} sentences)")
+    decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {length_penalty}"
+    print(f"held-out BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({len(sources)} sentences, {decoding})")
     print(f"  {result['bleu_signature']}")
     if "dictionary_baseline_bleu" in result:
         print(f"  word-by-word dictionary baseline BLEU {result['dictionary_baseline_bleu']:.2f}")
@@ -189,7 +192,8 @@ def train(
     return result
 
 
-def evaluate_run(run_dir: str | Path, data: str | None = None) -> dict:
+def evaluate_run(run_dir: str | Path, data: str | None = None, beam_width: int = 1,
+                 length_penalty: float = 0.6) -> dict:
     """Re-evaluate a finished run on its test split (or on the test split of `data`)."""
     run_dir = Path(run_dir)
     card = zoo.get_card(str(run_dir / "card.yaml"))
@@ -197,4 +201,5 @@ def evaluate_run(run_dir: str | Path, data: str | None = None) -> dict:
     source = data or data_cfg["source"]
     _, _, test, demo = read_splits(source, data_cfg["num_train"], data_cfg["num_valid"], data_cfg["num_test"],
                                    data_cfg["seed"])
-    return evaluate(load_model(run_dir), test, run_dir, demo=demo)
+    return evaluate(load_model(run_dir), test, run_dir, demo=demo, beam_width=beam_width,
+                    length_penalty=length_penalty)

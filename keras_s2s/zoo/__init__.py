@@ -9,6 +9,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import logging
 from pathlib import Path
@@ -68,7 +69,8 @@ def build_from_card(card: Card, tokenizer=None, strategy=None) -> keras.Model:
     policy = set_precision(card.training.get("precision", "auto"))
     if strategy is None and not tf.distribute.has_strategy():
         strategy = card.training.get("strategy", "auto")
-    scope = get_strategy(strategy).scope() if strategy is not None else _current_scope()
+    # no strategy given inside a user's `strategy.scope()`: build right there
+    scope = get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext()
     kwargs = dict(card.model)
     if tokenizer is not None:
         kwargs["vocab_size"] = tokenizer.vocab_size
@@ -80,16 +82,6 @@ def build_from_card(card: Card, tokenizer=None, strategy=None) -> keras.Model:
         compile_model(model, card, policy)
     log.info("built %s: %s parameters, policy %s", card.name, f"{model.count_params():,}", policy)
     return model
-
-
-class _current_scope:
-    """No-op context: the caller is already inside a strategy scope."""
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
 
 
 def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None, **overrides) -> keras.Model:

@@ -1,0 +1,71 @@
+"""Batched beam search over any `Seq2SeqLM` (it only needs `encode`,
+`initial_decoder_state` and `decode_step`).
+
+Hypotheses are ranked by log-probability divided by the GNMT length penalty
+((5 + length) / 6) ** alpha (Wu et al. 2016); alpha = 0 ranks by raw
+log-probability. Finished hypotheses stay in the beam with their score.
+
+Example:
+    >>> ids, scores = beam_search(model, source_ids, beam_width=4, max_length=50, alpha=0.6)
+"""
+
+from __future__ import annotations
+
+import tensorflow as tf
+
+from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+
+NEG_INF = -1e9
+
+
+def length_penalty(lengths, alpha: float):
+    """GNMT length penalty ((5 + |Y|) / 6) ** alpha."""
+    return tf.pow((5.0 + tf.cast(lengths, tf.float32)) / 6.0, alpha)
+
+
+def _tile(tensor, beam_width: int):
+    return tf.repeat(tensor, beam_width, axis=0)  # [B, ...] -> [B*K, ...], beams of a sentence adjacent
+
+
+def _gather_beams(tensor, beam_indices, batch: int, beam_width: int):
+    """Reorder the beams of a [B*K, ...] tensor by beam_indices [B, K]."""
+    shaped = tf.reshape(tensor, tf.concat([[batch, beam_width], tf.shape(tensor)[1:]], 0))
+    gathered = tf.gather(shaped, beam_indices, batch_dims=1)
+    return tf.reshape(gathered, tf.shape(tensor))
+
+
+def beam_search(model, source_ids, beam_width: int, max_length, alpha: float = 0.0):
+    """Best hypothesis per sentence: ids [B, max_length] (EOS, then 0s) and its float32 log-probability."""
+    batch = tf.shape(source_ids)[0]
+    k = beam_width
+    encoded = tf.nest.map_structure(lambda t: _tile(t, k), model.encode(source_ids, training=False))
+    state = model.initial_decoder_state(encoded)
+    tokens = tf.fill([batch * k], tf.constant(BOS_ID, tf.int32))
+    # only the first beam is live at the start, so the k beams do not duplicate one hypothesis
+    log_probs = tf.tile(tf.concat([[0.0], tf.fill([k - 1], NEG_INF)], 0)[None, :], [batch, 1])
+    finished = tf.zeros([batch, k], tf.bool)
+    lengths = tf.zeros([batch, k], tf.int32)
+    sequences = tf.zeros([batch, k, max_length], tf.int32)
+    positions = tf.range(max_length)[None, None, :]
+    for step in tf.range(max_length):
+        logits, state = model.decode_step(tokens, state, encoded)
+        vocab = tf.shape(logits)[-1]
+        step_scores = tf.reshape(tf.nn.log_softmax(tf.cast(logits, tf.float32)), [batch, k, -1])
+        # a finished hypothesis continues only with padding, at no cost
+        pad_only = tf.where(tf.range(vocab) == PAD_ID, 0.0, NEG_INF)[None, None, :]
+        step_scores = tf.where(finished[:, :, None], pad_only, step_scores)
+        candidates = tf.reshape(log_probs[:, :, None] + step_scores, [batch, -1])
+        log_probs, flat = tf.math.top_k(candidates, k=k)
+        beam_indices, tokens_2d = flat // vocab, flat % vocab
+        finished = tf.gather(finished, beam_indices, batch_dims=1)
+        lengths = tf.gather(lengths, beam_indices, batch_dims=1) + tf.cast(~finished, tf.int32)
+        sequences = tf.gather(sequences, beam_indices, batch_dims=1)
+        sequences = tf.where(positions == step, tokens_2d[:, :, None], sequences)
+        finished = finished | tf.equal(tokens_2d, EOS_ID)
+        state = tf.nest.map_structure(lambda t: _gather_beams(t, beam_indices, batch, k), state)
+        tokens = tf.reshape(tokens_2d, [-1])
+        if tf.reduce_all(finished):
+            break
+    normalized = log_probs / length_penalty(lengths, alpha)
+    best = tf.argmax(normalized, axis=1, output_type=tf.int32)
+    return tf.gather(sequences, best, batch_dims=1), tf.gather(log_probs, best, batch_dims=1)

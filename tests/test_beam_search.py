@@ -1,0 +1,77 @@
+import itertools
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from keras_s2s.decoding.beam_search import beam_search, length_penalty
+
+from conftest import tiny_gnmt
+
+
+def sources(seed=0, vocab=40):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(4, vocab, (4, 7)).astype("int32")
+    ids[:, -1] = EOS_ID
+    ids[2, 4:] = [EOS_ID, 0, 0]
+    return ids
+
+
+def sequence_log_prob(model, source, ids):
+    """Teacher-forced log-probability of each output row, up to and including its EOS."""
+    target_in = np.concatenate([np.full((len(ids), 1), BOS_ID, "int32"), ids[:, :-1]], axis=1)
+    logits = model({"source": source, "target_in": target_in}).numpy().astype("float64")
+    log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+        - logits.max(-1, keepdims=True)
+    token_scores = np.take_along_axis(log_probs, ids[:, :, None], axis=-1)[:, :, 0]
+    is_eos = ids == EOS_ID
+    before_end = np.cumsum(is_eos, axis=1) - is_eos == 0
+    return (token_scores * before_end).sum(axis=1)
+
+
+@pytest.fixture(scope="module")
+def model():
+    tf.keras.utils.set_random_seed(5)
+    return tiny_gnmt(vocab_size=40, num_layers=2, units=16)
+
+
+def test_beam_width_one_equals_greedy(model):
+    src = sources()
+    greedy = model.generate(src, max_length=9)
+    beam_one, _ = beam_search(model, tf.constant(src), 1, 9)
+    np.testing.assert_array_equal(beam_one.numpy()[:, :greedy.shape[1]], greedy)
+
+
+@pytest.mark.parametrize("beam_width", [2, 4])
+def test_beam_reports_the_models_own_score_of_its_output(model, beam_width):
+    src = sources(seed=beam_width)
+    beam_ids, beam_scores = beam_search(model, tf.constant(src), beam_width, 9, alpha=0.0)
+    np.testing.assert_allclose(beam_scores.numpy(), sequence_log_prob(model, src, beam_ids.numpy()), atol=1e-3)
+
+
+def test_a_beam_as_wide_as_all_prefixes_finds_the_exact_best_sequence():
+    tf.keras.utils.set_random_seed(2)
+    vocab, length = 6, 3
+    model = tiny_gnmt(vocab_size=vocab, num_layers=2, units=8)
+    src = sources(vocab=vocab)[:2]
+    beam_ids, beam_scores = beam_search(model, tf.constant(src), vocab ** (length - 1), length, alpha=0.0)
+    candidates = np.array(list(itertools.product(range(vocab), repeat=length)), dtype="int32")
+    for row in range(len(src)):
+        scores = sequence_log_prob(model, np.repeat(src[row:row + 1], len(candidates), 0), candidates)
+        assert beam_scores.numpy()[row] == pytest.approx(scores.max(), abs=1e-3)
+
+
+def test_beam_output_is_padded_after_eos_and_length_penalty():
+    tf.keras.utils.set_random_seed(1)
+    model = tiny_gnmt(vocab_size=12, num_layers=2, units=8)
+    ids = model.generate(sources(vocab=12), max_length=30, beam_width=3, length_penalty=0.6)
+    assert ids.shape == (4, 30)
+    for row in ids:
+        row = list(row)
+        if EOS_ID in row:
+            assert all(t == PAD_ID for t in row[row.index(EOS_ID) + 1:])
+    np.testing.assert_allclose(length_penalty(tf.constant([1, 7]), 0.6), [1.0, 2.0 ** 0.6], rtol=1e-6)
+    np.testing.assert_allclose(length_penalty(tf.constant([9]), 0.0), [1.0])
+    with pytest.raises(ValueError, match="beam_width must be >= 1"):
+        model.generate(sources(vocab=12), beam_width=0)
