@@ -57,6 +57,9 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert result["sentences"] == 8 and "nrefs:1" in result["bleu_signature"]
     assert len((out / "hypotheses.txt").read_text().splitlines()) == 8
 
+    assert main(["train", "gnmt", "--steps", "12", "--out", str(out), *TINY]) == 2
+    assert "already holds a finished run" in capsys.readouterr().err, "a finished run is never overwritten"
+
     (tmp_path / "in.txt").write_text("the dog sees a cat\nthey will run\n")
     assert main(["translate", "--model", str(out), "--input", str(tmp_path / "in.txt"),
                  "--output", str(tmp_path / "out.txt")]) == 0
@@ -90,6 +93,8 @@ def test_an_interrupted_run_resumes_from_its_backup(tmp_path):
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert not (out / "model.keras").exists()
+    changed = subprocess.run(args + ["--set", "units=24"], capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 2 and "model.units (16 -> 24)" in changed.stderr, changed.stderr
     second = subprocess.run(args, capture_output=True, text=True, timeout=300)
     assert second.returncode == 0, second.stderr
     history = json.loads((out / "history.json").read_text())

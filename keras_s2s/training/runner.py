@@ -95,6 +95,31 @@ def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, 
     return result
 
 
+def _flatten(tree: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def check_run_dir(out: Path, card) -> None:
+    """Refuse to overwrite a finished run, or to resume an interrupted one with other settings."""
+    if (out / "model.keras").exists():
+        raise ValueError(f"{out} already holds a finished run (model.keras); choose another --out or remove it")
+    saved_path = out / "card.yaml"
+    if not saved_path.exists():
+        return
+    saved, current = _flatten(yaml.safe_load(saved_path.read_text()) or {}), _flatten(card.to_dict())
+    changed = [f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
+               for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
+    if changed:
+        raise ValueError(f"cannot resume the interrupted run in {out}: settings differ from {saved_path}: "
+                         f"{', '.join(changed)}. Use the same settings, or another --out")
+
+
 def _steps_per_epoch(card, num_train: int) -> int:
     return card.training.get("steps_per_epoch") or max(1, num_train // card.data["batch_size"])
 
@@ -128,6 +153,7 @@ def train(
     keras.utils.set_random_seed(card.training.get("seed", 0))
     policy = set_precision(card.training["precision"])
     card.training["precision"] = policy  # resolved once, logged once
+    check_run_dir(out, card)
     strategy = get_strategy(card.training["strategy"], devices=devices)
     data_cfg = card.data
     tokenizer_path = out / "tokenizer.model"
