@@ -39,15 +39,29 @@ def model():
 def test_beam_width_one_equals_greedy(model):
     src = sources()
     greedy = model.generate(src, max_length=9)
-    beam_one, _ = beam_search(model, tf.constant(src), 1, 9)
+    beam_one = beam_search(model, tf.constant(src), 1, 9)[0]
     np.testing.assert_array_equal(beam_one.numpy()[:, :greedy.shape[1]], greedy)
 
 
 @pytest.mark.parametrize("beam_width", [2, 4])
 def test_beam_reports_the_models_own_score_of_its_output(model, beam_width):
     src = sources(seed=beam_width)
-    beam_ids, beam_scores = beam_search(model, tf.constant(src), beam_width, 9, alpha=0.0)
+    beam_ids, beam_scores, _ = beam_search(model, tf.constant(src), beam_width, 9, alpha=0.0)
     np.testing.assert_allclose(beam_scores.numpy(), sequence_log_prob(model, src, beam_ids.numpy()), atol=1e-3)
+
+
+@pytest.mark.parametrize("beam_width, alpha", [(2, 0.0), (4, 0.0), (3, 0.6)])
+def test_generate_with_a_beam_never_scores_below_greedy(model, beam_width, alpha):
+    src = np.concatenate([sources(seed=s) for s in range(3)])
+    greedy = model.generate(src, max_length=9)
+    greedy = np.pad(greedy, [(0, 0), (0, 9 - greedy.shape[1])])
+    beam = model.generate(src, max_length=9, beam_width=beam_width, length_penalty=alpha)
+    scores = {}
+    for name, ids in (("greedy", greedy), ("beam", beam)):
+        log_probs, lengths = model.score(src, ids)
+        scores[name] = log_probs.numpy() / length_penalty(lengths, alpha).numpy()
+    np.testing.assert_allclose(model.score(src, beam)[0], sequence_log_prob(model, src, beam), atol=1e-3)
+    assert (scores["beam"] >= scores["greedy"] - 1e-4).all()
 
 
 def test_a_beam_as_wide_as_all_prefixes_finds_the_exact_best_sequence():
@@ -55,7 +69,7 @@ def test_a_beam_as_wide_as_all_prefixes_finds_the_exact_best_sequence():
     vocab, length = 6, 3
     model = tiny_gnmt(vocab_size=vocab, num_layers=2, units=8)
     src = sources(vocab=vocab)[:2]
-    beam_ids, beam_scores = beam_search(model, tf.constant(src), vocab ** (length - 1), length, alpha=0.0)
+    beam_ids, beam_scores, _ = beam_search(model, tf.constant(src), vocab ** (length - 1), length, alpha=0.0)
     candidates = np.array(list(itertools.product(range(vocab), repeat=length)), dtype="int32")
     for row in range(len(src)):
         scores = sequence_log_prob(model, np.repeat(src[row:row + 1], len(candidates), 0), candidates)

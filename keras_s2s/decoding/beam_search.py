@@ -6,7 +6,7 @@ Hypotheses are ranked by log-probability divided by the GNMT length penalty
 log-probability. Finished hypotheses stay in the beam with their score.
 
 Example:
-    >>> ids, scores = beam_search(model, source_ids, beam_width=4, max_length=50, alpha=0.6)
+    >>> ids, log_probs, lengths = beam_search(model, source_ids, beam_width=4, max_length=50, alpha=0.6)
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _gather_beams(tensor, beam_indices, batch: int, beam_width: int):
 
 
 def beam_search(model, source_ids, beam_width: int, max_length, alpha: float = 0.0):
-    """Best hypothesis per sentence: ids [B, max_length] (EOS, then 0s) and its float32 log-probability."""
+    """Best hypothesis per sentence: ids [B, max_length] (EOS, then 0s), its float32 log-probability, its length."""
     batch = tf.shape(source_ids)[0]
     k = beam_width
     encoded = tf.nest.map_structure(lambda t: _tile(t, k), model.encode(source_ids, training=False))
@@ -68,4 +68,5 @@ def beam_search(model, source_ids, beam_width: int, max_length, alpha: float = 0
             break
     normalized = log_probs / length_penalty(lengths, alpha)
     best = tf.argmax(normalized, axis=1, output_type=tf.int32)
-    return tf.gather(sequences, best, batch_dims=1), tf.gather(log_probs, best, batch_dims=1)
+    pick = lambda t: tf.gather(t, best, batch_dims=1)  # noqa: E731
+    return pick(sequences), pick(log_probs), pick(lengths)

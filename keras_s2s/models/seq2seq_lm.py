@@ -19,7 +19,7 @@ import keras
 import tensorflow as tf
 
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
-from keras_s2s.decoding.beam_search import beam_search
+from keras_s2s.decoding.beam_search import beam_search, length_penalty
 
 
 class Seq2SeqLM(keras.Model):
@@ -102,6 +102,27 @@ class Seq2SeqLM(keras.Model):
                 break
         return tf.transpose(outputs.stack())
 
+    def score(self, source_ids, output_ids):
+        """Teacher-forced log-probability [B] and length [B] of each output row, up to and including EOS."""
+        output_ids = tf.convert_to_tensor(output_ids, tf.int32)
+        bos = tf.fill([tf.shape(output_ids)[0], 1], tf.constant(BOS_ID, tf.int32))
+        target_in = tf.concat([bos, output_ids[:, :-1]], axis=1)
+        logits = self({"source": source_ids, "target_in": target_in}, training=False)
+        token_log_probs = tf.gather(tf.nn.log_softmax(tf.cast(logits, tf.float32)), output_ids, batch_dims=2)
+        is_eos = tf.cast(tf.equal(output_ids, EOS_ID), tf.int32)
+        counted = tf.cast(tf.equal(tf.cumsum(is_eos, axis=1, exclusive=True), 0), tf.float32)
+        return tf.reduce_sum(token_log_probs * counted, axis=1), tf.cast(tf.reduce_sum(counted, axis=1), tf.int32)
+
+    def _beam_or_greedy(self, source_ids, max_length, beam_width: int, alpha: float):
+        """Beam search, keeping the greedy hypothesis where it scores higher: never worse than greedy."""
+        ids, log_probs, lengths = beam_search(self, source_ids, beam_width, max_length, alpha)
+        greedy = self._greedy(source_ids, max_length)
+        greedy = tf.pad(greedy, [[0, 0], [0, max_length - tf.shape(greedy)[1]]])
+        greedy_log_probs, greedy_lengths = self.score(source_ids, greedy)
+        better = (greedy_log_probs / length_penalty(greedy_lengths, alpha)
+                  > log_probs / length_penalty(lengths, alpha))
+        return tf.where(better[:, None], greedy, ids)
+
     def _decoder(self, beam_width: int, alpha: float):
         key = (beam_width, alpha)
         if key not in self._decoders:
@@ -109,7 +130,7 @@ class Seq2SeqLM(keras.Model):
                 fn = self._greedy
             else:
                 def fn(source_ids, max_length):
-                    return beam_search(self, source_ids, beam_width, max_length, alpha)[0]
+                    return self._beam_or_greedy(source_ids, max_length, beam_width, alpha)
             signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32)]
             self._decoders[key] = tf.function(fn, input_signature=signature)  # one trace for all shapes
         return self._decoders[key]
