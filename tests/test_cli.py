@@ -117,3 +117,13 @@ def test_train_on_two_aligned_files(tmp_path, capsys):
     assert "held-out BLEU" in printed and "baseline" not in printed
     result = json.loads((out / "eval.json").read_text())
     assert result["sentences"] == 8  # num_test from TINY; the split is cut from the shuffled corpus
+
+
+def test_train_with_the_mirrored_strategy_on_two_devices(tmp_path, capsys):
+    from conftest import CPU_DEVICES
+
+    out = tmp_path / "run"
+    assert main(["train", "gnmt", "--steps", "3", "--out", str(out), "--strategy", "mirrored",
+                 "--devices", ",".join(CPU_DEVICES), *TINY]) == 0
+    assert "2 replica(s)" in capsys.readouterr().out
+    assert (out / "model.keras").is_file()
