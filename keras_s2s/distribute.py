@@ -18,6 +18,10 @@ from keras_s2s.config import STRATEGIES
 
 log = logging.getLogger("keras_s2s")
 
+# One MirroredStrategy per device set and process: separate instances number their collective ops
+# alike, and two models trained under two of them in one process abort with a shape mismatch.
+_mirrored: dict[tuple, tf.distribute.MirroredStrategy] = {}
+
 
 def _tf_config_workers() -> int:
     try:
@@ -36,7 +40,7 @@ def get_strategy(name: str | tf.distribute.Strategy = "auto", devices: list[str]
             `default`, `mirrored` or `multiworker`. A strategy object is
             returned as is.
         devices: list[str] | None. Devices for `mirrored` (default: all GPUs,
-            or the CPU).
+            or the CPU). The same devices give the same strategy object.
     """
     if isinstance(name, tf.distribute.Strategy):
         return name
@@ -53,5 +57,8 @@ def get_strategy(name: str | tf.distribute.Strategy = "auto", devices: list[str]
     if name == "default":
         return tf.distribute.get_strategy()
     if name == "mirrored":
-        return tf.distribute.MirroredStrategy(devices=devices)
+        key = tuple(devices or ())
+        if key not in _mirrored:
+            _mirrored[key] = tf.distribute.MirroredStrategy(devices=devices)
+        return _mirrored[key]
     return tf.distribute.MultiWorkerMirroredStrategy()

@@ -18,6 +18,7 @@ def test_named_strategies(monkeypatch):
     mirrored = get_strategy("mirrored", devices=CPU_DEVICES)
     assert isinstance(mirrored, tf.distribute.MirroredStrategy) and mirrored.num_replicas_in_sync == 2
     assert get_strategy(mirrored) is mirrored
+    assert get_strategy("mirrored", devices=CPU_DEVICES) is mirrored, "one strategy per device set"
     assert isinstance(get_strategy("auto", devices=CPU_DEVICES), tf.distribute.MirroredStrategy)
     with pytest.raises(ValueError, match="strategy must be one of"):
         get_strategy("parallel")
