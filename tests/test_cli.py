@@ -51,6 +51,7 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     for name in ("model.keras", "card.yaml", "tokenizer.model", "eval.json", "hypotheses.txt", "history.json"):
         assert (out / name).is_file(), name
     assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["epoch-001.weights.h5"]
+    assert not list(out.rglob(".tmp-*")), "no temporary files are left behind"
     assert any((out / "logs").rglob("*tfevents*")), "TensorBoard logs"
     assert not (out / "backup").exists(), "the backup is removed after a finished run"
     result = json.loads((out / "eval.json").read_text())
@@ -127,3 +128,18 @@ def test_train_with_the_mirrored_strategy_on_two_devices(tmp_path, capsys):
                  "--devices", ",".join(CPU_DEVICES), *TINY]) == 0
     assert "2 replica(s)" in capsys.readouterr().out
     assert (out / "model.keras").is_file()
+
+
+def test_a_crash_while_saving_leaves_no_partial_file(tmp_path):
+    from keras_s2s.training.runner import atomic_write
+
+    target = tmp_path / "model.keras"
+    target.write_text("previous")
+
+    def crash(path):
+        path.write_text("half")
+        raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        atomic_write(target, crash)
+    assert target.read_text() == "previous" and list(tmp_path.iterdir()) == [target]

@@ -41,13 +41,28 @@ log = logging.getLogger("keras_s2s")
 def atomic_write(path: Path, write) -> None:
     """Call `write(tmp_path)`, then rename onto `path`: readers never see half a file."""
     path = Path(path)
-    tmp = path.with_name(f".{path.stem}.tmp{path.suffix}")
+    tmp = path.with_name(f".tmp-{path.name}")  # keeps suffixes such as .weights.h5 that writers check
     try:
         write(tmp)
         os.replace(tmp, path)
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+class AtomicCheckpoint(keras.callbacks.Callback):
+    """Save weights to `directory/epoch-NNN.weights.h5` after every epoch, atomically.
+
+    A crash while saving leaves the previous checkpoints intact and no partial file.
+    """
+
+    def __init__(self, directory: str | Path):
+        super().__init__()
+        self.directory = Path(directory)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.directory.mkdir(parents=True, exist_ok=True)
+        atomic_write(self.directory / f"epoch-{epoch + 1:03d}.weights.h5", self.model.save_weights)
 
 
 def load_model(run_dir: str | Path) -> keras.Model:
@@ -188,10 +203,9 @@ def train(
     if steps:
         epochs = max(1, math.ceil(steps / steps_per_epoch))
         steps_per_epoch = math.ceil(steps / epochs)
-    (out / "checkpoints").mkdir(exist_ok=True)
     callbacks = [
         keras.callbacks.BackupAndRestore(str(out / "backup")),
-        keras.callbacks.ModelCheckpoint(str(out / "checkpoints" / "epoch-{epoch:03d}.weights.h5"), save_weights_only=True),
+        AtomicCheckpoint(out / "checkpoints"),
         keras.callbacks.TensorBoard(str(out / "logs")),
     ]
     if verbose is None:
