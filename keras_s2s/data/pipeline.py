@@ -75,7 +75,9 @@ def make_dataset(
     target_in = _ragged([[BOS_ID] + t for _, t in pairs])
     target_out = _ragged([t + [EOS_ID] for _, t in pairs])
     ds = tf.data.Dataset.from_tensor_slices((source, target_in, target_out))
-    ds = ds.map(lambda s, ti, to: (s, ti, to))  # ragged rows -> dense 1-D tensors
+    # slices of a RaggedTensor are ragged specs; passing them through map makes them dense tensors,
+    # which bucket_by_sequence_length (padded_batch) needs
+    ds = ds.map(lambda s, ti, to: (s, ti, to))
     if shuffle:
         ds = ds.shuffle(min(len(pairs), 100_000), seed=seed, reshuffle_each_iteration=True)
     if repeat:
