@@ -54,7 +54,8 @@ def split_pairs(pairs: list, num_valid: int, num_test: int, seed: int):
     return pairs[num_test + num_valid:], valid, test
 
 
-def read_splits(source: str | list[str], num_train: int, num_valid: int, num_test: int, seed: int = 0):
+def read_splits(source: str | list[str], num_train: int = 50000, num_valid: int = 500, num_test: int = 500,
+                seed: int = 0):
     """Raw (source, target) pairs of the train/valid/test splits and the demo corpus (or None).
 
     The same arguments always give the same splits, so a run can be evaluated later.

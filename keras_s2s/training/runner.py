@@ -170,20 +170,11 @@ def train(
     card.training["precision"] = policy  # resolved once, logged once
     check_run_dir(out, card)
     strategy = get_strategy(card.training["strategy"], devices=devices)
-    data_cfg = card.data
     tokenizer_path = out / "tokenizer.model"
     tokenizer = SubwordTokenizer.load(tokenizer_path) if tokenizer_path.exists() else None
     start = time.time()
     corpus = load_parallel_data(
-        data_cfg["source"],
-        vocab_size=data_cfg["vocab_size"],
-        batch_size=data_cfg["batch_size"],
-        max_length=data_cfg["max_length"],
-        num_train=data_cfg["num_train"],
-        num_valid=data_cfg["num_valid"],
-        num_test=data_cfg["num_test"],
-        seed=data_cfg["seed"],
-        bucket_width=data_cfg["bucket_width"],
+        **card.data,  # the card's data keys are load_parallel_data's arguments
         pad_to_multiple=8 if policy != "float32" else 1,
         tokenizer=tokenizer,
         repeat=True,
@@ -237,9 +228,8 @@ def evaluate_run(run_dir: str | Path, data: str | None = None, beam_width: int =
     """Re-evaluate a finished run on its test split (or on the test split of `data`)."""
     run_dir = Path(run_dir)
     card = zoo.get_card(str(run_dir / "card.yaml"))
-    data_cfg = card.data
-    source = data or data_cfg["source"]
-    _, _, test, demo = read_splits(source, data_cfg["num_train"], data_cfg["num_valid"], data_cfg["num_test"],
-                                   data_cfg["seed"])
+    split_keys = ("num_train", "num_valid", "num_test", "seed")
+    splits = {key: card.data[key] for key in split_keys if key in card.data}  # missing: the same defaults as train
+    _, _, test, demo = read_splits(data or card.data["source"], **splits)
     return evaluate(load_model(run_dir), test, run_dir, demo=demo, beam_width=beam_width,
                     length_penalty=length_penalty)
