@@ -80,6 +80,7 @@ SCHEMA: dict[str, Any] = {
         "warmup_steps": int,
         "decay_steps": int,
         "decay_rate": float,
+        "label_smoothing": float,
         "clipnorm": Optional(float),
         "precision": Choice(*PRECISIONS),
         "strategy": Choice(*STRATEGIES),

@@ -101,30 +101,35 @@ class GNMT(Seq2SeqLM):
         return {"memory": memory, "keys": self.attention.project_memory(memory), "mask": mask}
 
     def _readout(self, decoder_out, encoded, training=False):
-        context, _ = self.attention(decoder_out, encoded["memory"], encoded["mask"], keys=encoded["keys"])
+        """Float32 logits [B, T, V] and attention weights [B, T, S]."""
+        context, weights = self.attention(decoder_out, encoded["memory"], encoded["mask"], keys=encoded["keys"])
         combined = self.combine(ops.concatenate([decoder_out, context], axis=-1))
-        return ops.cast(self.output_projection(self.dropout_layer(combined, training=training)), "float32")
+        logits = self.output_projection(self.dropout_layer(combined, training=training))
+        return ops.cast(logits, "float32"), weights
 
     def call(self, inputs, training=False):
         encoded = self.encode(inputs["source"], training=training)
         y = self.dropout_layer(self.target_embedding(inputs["target_in"]), training=training)
         y = self._stack(self.decoder_layers, y, training)
-        return self._readout(y, encoded, training)
+        return self._readout(y, encoded, training)[0]
 
-    def initial_decoder_state(self, encoded):
+    def initial_decoder_state(self, encoded, max_length):
         batch = tf.shape(encoded["memory"])[0]
         zeros = tf.zeros([batch, self.units], self.compute_dtype)
-        return tuple((zeros, zeros) for _ in self.decoder_layers)
+        state = {f"{part}_{i}": zeros for i in range(len(self.decoder_layers)) for part in ("h", "c")}
+        state["attention"] = tf.zeros(tf.shape(encoded["mask"]), tf.float32)
+        return state
 
     def decode_step(self, token_ids, state, encoded):
         x = self.target_embedding(token_ids)
-        new_state = []
+        new_state = {}
         for index, layer in enumerate(self.decoder_layers):
-            h, (h, c) = layer.cell(x, list(state[index]))
-            new_state.append((h, c))
+            h, (h, c) = layer.cell(x, [state[f"h_{index}"], state[f"c_{index}"]])
+            new_state[f"h_{index}"], new_state[f"c_{index}"] = h, c
             x = h + x if index >= self.residual_start else h
-        logits = self._readout(ops.expand_dims(x, 1), encoded)
-        return logits[:, 0, :], tuple(new_state)
+        logits, weights = self._readout(ops.expand_dims(x, 1), encoded)
+        new_state["attention"] = weights[:, 0, :]
+        return logits[:, 0, :], new_state
 
     def get_config(self):
         config = super().get_config()

@@ -19,7 +19,7 @@ import keras
 import tensorflow as tf
 
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
-from keras_s2s.decoding.beam_search import beam_search, length_penalty
+from keras_s2s.decoding.beam_search import beam_search, length_penalty, only_eos_at_limit
 
 
 class Seq2SeqLM(keras.Model):
@@ -46,11 +46,16 @@ class Seq2SeqLM(keras.Model):
     # --- subclass interface ---------------------------------------------------------------
 
     def encode(self, source_ids, training=False):
-        """Encoder outputs: a dict of tensors that `decode_step` reads."""
+        """Encoder outputs: a dict of tensors [B, ...] that `decode_step` reads."""
         raise NotImplementedError
 
-    def initial_decoder_state(self, encoded):
-        """Decoder state before the first step (a nested structure of tensors)."""
+    def initial_decoder_state(self, encoded, max_length):
+        """Decoder state before the first step: a dict of tensors [B, ...].
+
+        `max_length` (a scalar tensor) bounds the number of steps, for
+        preallocated caches. The state may carry `"attention"` [B, S], the
+        last step's alignment (float32), for the coverage penalty.
+        """
         raise NotImplementedError
 
     def decode_step(self, token_ids, state, encoded):
@@ -86,15 +91,17 @@ class Seq2SeqLM(keras.Model):
 
     # --- decoding -------------------------------------------------------------------------
 
-    def _greedy(self, source_ids, max_length):
+    def _greedy(self, source_ids, limits):
         encoded = self.encode(source_ids, training=False)
         batch = tf.shape(source_ids)[0]
-        state = self.initial_decoder_state(encoded)
+        max_length = tf.reduce_max(limits)
+        state = self.initial_decoder_state(encoded, max_length)
         token = tf.fill([batch], tf.constant(BOS_ID, tf.int32))
         finished = tf.zeros([batch], tf.bool)
         outputs = tf.TensorArray(tf.int32, size=max_length)
         for step in tf.range(max_length):
             logits, state = self.decode_step(token, state, encoded)
+            logits = only_eos_at_limit(tf.cast(logits, tf.float32), step, limits)
             token = tf.where(finished, PAD_ID, tf.argmax(logits, axis=-1, output_type=tf.int32))
             outputs = outputs.write(step, token)
             finished = finished | tf.equal(token, EOS_ID)
@@ -113,47 +120,72 @@ class Seq2SeqLM(keras.Model):
         counted = tf.cast(tf.equal(tf.cumsum(is_eos, axis=1, exclusive=True), 0), tf.float32)
         return tf.reduce_sum(token_log_probs * counted, axis=1), tf.cast(tf.reduce_sum(counted, axis=1), tf.int32)
 
-    def _beam_or_greedy(self, source_ids, max_length, beam_width: int, alpha: float):
-        """Beam search, keeping the greedy hypothesis where it scores higher: never worse than greedy."""
-        ids, log_probs, lengths = beam_search(self, source_ids, beam_width, max_length, alpha)
-        greedy = self._greedy(source_ids, max_length)
-        greedy = tf.pad(greedy, [[0, 0], [0, max_length - tf.shape(greedy)[1]]])
+    def _beam_or_greedy(self, source_ids, limits, beam_width: int, alpha: float, beta: float):
+        """Beam search; without a coverage penalty, keeps the greedy hypothesis where it scores higher."""
+        ids, log_probs, lengths = beam_search(self, source_ids, beam_width, limits, alpha, beta)
+        if beta:
+            return ids  # the coverage-penalized objective is not the model's own: no greedy fallback
+        greedy = self._greedy(source_ids, limits)
+        greedy = tf.pad(greedy, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(greedy)[1]]])
         greedy_log_probs, greedy_lengths = self.score(source_ids, greedy)
         better = (greedy_log_probs / length_penalty(greedy_lengths, alpha)
                   > log_probs / length_penalty(lengths, alpha))
         return tf.where(better[:, None], greedy, ids)
 
-    def _decoder(self, beam_width: int, alpha: float):
-        key = (beam_width, alpha)
+    def _decoder(self, beam_width: int, alpha: float, beta: float):
+        key = (beam_width, alpha, beta)
         if key not in self._decoders:
             if beam_width == 1:
                 fn = self._greedy
             else:
-                def fn(source_ids, max_length):
-                    return self._beam_or_greedy(source_ids, max_length, beam_width, alpha)
-            signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32)]
+                def fn(source_ids, limits):
+                    return self._beam_or_greedy(source_ids, limits, beam_width, alpha, beta)
+            signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
             self._decoders[key] = tf.function(fn, input_signature=signature)  # one trace for all shapes
         return self._decoders[key]
 
     def generate(self, source_ids, max_length: int | None = None, beam_width: int = 1,
-                 length_penalty: float = 0.0) -> np.ndarray:
+                 length_penalty: float = 0.0, coverage_penalty: float = 0.0,
+                 max_length_ratio: float | None = None, max_length_offset: int = 10) -> np.ndarray:
         """Decode a padded batch of source ids; returns ids [B, L] (EOS, then 0s).
 
         Args:
             source_ids: int array [B, S], 0-padded, each row ending with EOS.
-            max_length: int | None. Most output tokens (default `decode_max_length`).
+            max_length: int | None. Most output tokens, EOS included (default `decode_max_length`).
             beam_width: int. 1 = greedy; more = beam search.
             length_penalty: float. GNMT length-penalty alpha for beam search.
+            coverage_penalty: float. GNMT coverage-penalty beta for beam search (0 = off).
+            max_length_ratio, max_length_offset: a sentence of n source tokens
+                gets at most `ratio * n + offset` output tokens (capped by
+                `max_length`); None = `max_length` for every sentence.
+
+        Example:
+            >>> model.generate(ids, beam_width=4, length_penalty=0.6, max_length_ratio=2.0)
         """
         if beam_width < 1:
             raise ValueError(f"beam_width must be >= 1, got {beam_width}")
-        source_ids = tf.convert_to_tensor(source_ids, tf.int32)
+        if coverage_penalty and beam_width == 1:
+            raise ValueError("coverage_penalty needs beam search (beam_width > 1)")
+        if not self.built:
+            self.build()  # variables are created eagerly, never inside the decoding tf.function
+        source_ids = np.asarray(source_ids, np.int32)
         max_length = int(max_length or self.decode_max_length)
-        return self._decoder(beam_width, float(length_penalty))(source_ids, tf.constant(max_length)).numpy()
+        limits = np.full(len(source_ids), max_length, np.int32)
+        if max_length_ratio is not None:
+            source_lengths = (source_ids != PAD_ID).sum(axis=1)
+            limits = np.minimum(limits, np.ceil(max_length_ratio * source_lengths + max_length_offset).astype(np.int32))
+        decoder = self._decoder(beam_width, float(length_penalty), float(coverage_penalty))
+        return decoder(tf.constant(source_ids), tf.constant(np.maximum(limits, 1))).numpy()
 
     def translate(self, texts: list[str], batch_size: int = 64, max_length: int | None = None,
-                  beam_width: int = 1, length_penalty: float = 0.6) -> list[str]:
-        """Translate raw sentences to detokenized text (greedy, or beam search if beam_width > 1)."""
+                  beam_width: int = 1, length_penalty: float = 0.6, coverage_penalty: float = 0.0,
+                  max_length_ratio: float = 2.0, max_length_offset: int = 10, progress=None) -> list[str]:
+        """Translate raw sentences to detokenized text (greedy, or beam search if beam_width > 1).
+
+        Each sentence gets at most `max_length_ratio * source tokens + max_length_offset`
+        output tokens (and never more than `max_length`). `progress(n)` is
+        called after each batch with the number of sentences done.
+        """
         if self.tokenizer is None:
             raise ValueError("this model has no tokenizer; load it with zoo.load(..., tokenizer=...)")
         texts = list(texts)
@@ -166,8 +198,11 @@ class Seq2SeqLM(keras.Model):
             batch = np.zeros((len(ids), width), np.int32)
             for row, seq in enumerate(ids):
                 batch[row, :len(seq)] = seq
-            limit = max_length or min(self.decode_max_length, 2 * width + 10)
-            ids = self.generate(batch, limit, beam_width=beam_width, length_penalty=length_penalty)
+            ids = self.generate(batch, max_length, beam_width=beam_width, length_penalty=length_penalty,
+                                coverage_penalty=coverage_penalty, max_length_ratio=max_length_ratio,
+                                max_length_offset=max_length_offset)
             for i, text in zip(chunk, self.tokenizer.detokenize(ids)):
                 results[i] = text
+            if progress is not None:
+                progress(len(chunk))
         return results

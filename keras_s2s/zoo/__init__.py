@@ -20,6 +20,7 @@ import tensorflow as tf
 from keras_s2s.config import Card, CardError, load_card
 from keras_s2s.distribute import get_strategy
 from keras_s2s.models import ARCHITECTURES
+from keras_s2s.training.losses import SmoothedCrossEntropy
 from keras_s2s.training.metrics import MaskedAccuracy
 from keras_s2s.training.optimizers import build_optimizer
 from keras_s2s.training.precision import set_precision
@@ -56,7 +57,7 @@ def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
     training = card.training
     model.compile(
         optimizer=build_optimizer(training, policy),
-        loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0),
+        loss=SmoothedCrossEntropy(training.get("label_smoothing", 0.0)),
         metrics=[MaskedAccuracy()],
         steps_per_execution=training.get("steps_per_execution", 1),
         jit_compile=training.get("jit_compile", False),
