@@ -4,6 +4,7 @@
     keras-s2s train gnmt --data demo --precision auto --steps 2000 --out runs/gnmt --set units=256
     keras-s2s evaluate --model runs/gnmt
     keras-s2s translate --model runs/gnmt < input.txt
+    keras-s2s average --model runs/gnmt --last 3 --out runs/gnmt-avg
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import argparse
 import logging
 import os
 import sys
+import time
 
 from keras_s2s.config import PRECISIONS, STRATEGIES, CardError, parse_override
 
@@ -41,6 +43,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--data", nargs="+", help="evaluate on the test split of this data instead")
     evaluate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default)")
     evaluate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
+    evaluate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
 
     translate = commands.add_parser("translate", help="translate lines from a file or stdin")
     translate.add_argument("--model", required=True, help="run directory written by `train`")
@@ -49,6 +52,12 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument("--batch-size", type=int, default=64)
     translate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default)")
     translate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
+    translate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
+
+    average = commands.add_parser("average", help="average the last N epoch checkpoints of a run")
+    average.add_argument("--model", required=True, help="run directory written by `train`")
+    average.add_argument("--last", type=int, default=3, help="how many of the latest checkpoints (default 3)")
+    average.add_argument("--out", required=True, help="new run directory for the averaged model")
     return parser
 
 
@@ -61,29 +70,65 @@ def _overrides(args) -> dict:
     return overrides
 
 
+def _chunks(lines, size: int):
+    chunk = []
+    for line in lines:
+        chunk.append(line.rstrip("\n"))
+        if len(chunk) == size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
+
+
+class _Progress:
+    """`translated N[/TOTAL] lines, X lines/s` on stderr, rewritten in place."""
+
+    def __init__(self, total: int | None, enabled: bool):
+        self.total, self.enabled, self.done, self.start = total, enabled, 0, time.time()
+
+    def __call__(self, count: int) -> None:
+        self.done += count
+        if self.enabled:
+            rate = self.done / max(time.time() - self.start, 1e-9)
+            total = f"/{self.total}" if self.total else ""
+            print(f"\rtranslated {self.done}{total} lines, {rate:.1f} lines/s", end="", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.enabled and self.done:
+            print(file=sys.stderr)
+
+
 def _translate(args) -> None:
-    from keras_s2s.training.runner import load_model
+    """Stream the input in chunks: memory stays flat however long the input is."""
+    from keras_s2s.training.runner import atomic_write, load_model
 
     model = load_model(args.model)
-    if args.input:
-        with open(args.input, encoding="utf-8") as handle:
-            lines = [line.rstrip("\n") for line in handle]
-    else:
-        lines = [line.rstrip("\n") for line in sys.stdin]
-    out = open(args.output, "w", encoding="utf-8") if args.output else sys.stdout
+    if args.input and not os.path.isfile(args.input):
+        raise FileNotFoundError(f"{args.input}: input file not found")
+    source = open(args.input, encoding="utf-8") if args.input else sys.stdin
+    total = sum(1 for _ in open(args.input, encoding="utf-8")) if args.input else None
+    progress = _Progress(total, enabled=bool(args.output) or sys.stderr.isatty())
+    options = dict(batch_size=args.batch_size, beam_width=args.beam_width, length_penalty=args.length_penalty,
+                   coverage_penalty=args.coverage_penalty, progress=progress)
+
+    def write_all(out) -> None:
+        for chunk in _chunks(source, max(1, args.batch_size) * 16):
+            out.writelines(text + "\n" for text in model.translate(chunk, **options))
+            out.flush()
+
     try:
-        batch = max(1, args.batch_size) * 16
-        for start in range(0, len(lines), batch):
-            for text in model.translate(lines[start:start + batch], batch_size=args.batch_size,
-                                        beam_width=args.beam_width, length_penalty=args.length_penalty):
-                out.write(text + "\n")
-            if args.output:
-                print(f"\rtranslated {min(start + batch, len(lines))}/{len(lines)} lines", end="", file=sys.stderr)
-        if args.output:
-            print(file=sys.stderr)
+        if args.output:  # all or nothing: an interrupted run leaves no half-written file
+            def write(path):
+                with open(path, "w", encoding="utf-8") as out:
+                    write_all(out)
+            atomic_write(args.output, write)
+        else:
+            write_all(sys.stdout)
     finally:
-        if args.output:
-            out.close()
+        progress.close()
+        if args.input:
+            source.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +152,12 @@ def main(argv: list[str] | None = None) -> int:
             from keras_s2s.training.runner import evaluate_run
 
             evaluate_run(args.model, data=",".join(args.data) if args.data else None,
-                         beam_width=args.beam_width, length_penalty=args.length_penalty)
+                         beam_width=args.beam_width, length_penalty=args.length_penalty,
+                         coverage_penalty=args.coverage_penalty)
+        elif args.command == "average":
+            from keras_s2s.training.runner import average_checkpoints
+
+            average_checkpoints(args.model, args.out, last=args.last)
         else:
             _translate(args)
     except (CardError, FileNotFoundError, ValueError) as exc:

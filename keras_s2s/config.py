@@ -70,6 +70,9 @@ SCHEMA: dict[str, Any] = {
         "num_test": int,
         "seed": int,
         "bucket_width": int,
+        "batch_tokens": Optional(int),
+        "direction": Optional(str),
+        "tokenization": Choice("sentencepiece", "pretokenized"),
     },
     "training": {
         "epochs": int,

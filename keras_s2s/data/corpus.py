@@ -1,7 +1,8 @@
 """Reading parallel corpora: two aligned text files, or one TSV.
 
 Every problem names the file and the line: mismatched line counts, empty
-corpora, undecodable bytes, TSV lines without exactly two fields.
+corpora, undecodable bytes, TSV lines without exactly two fields, and more
+than 1% of pairs with one blank side (fewer are skipped, counted and logged).
 
 Example:
     >>> sources, targets = read_parallel(["train.en", "train.de"])
@@ -9,7 +10,11 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+log = logging.getLogger("keras_s2s")
+MAX_ONE_SIDED_FRACTION = 0.01  # more pairs with one blank side than this means the files are misaligned
 
 
 class CorpusError(ValueError):
@@ -41,9 +46,25 @@ def _check_not_empty(pairs: list, name: str) -> None:
         raise CorpusError(f"{name}: corpus is empty")
 
 
+def _drop_blank(rows: list[tuple[int, str, str]], name: str) -> tuple[list[str], list[str]]:
+    """Drop pairs with a blank side: blank on both sides silently; one-sided blanks are counted and
+    logged, and are an error when there are too many of them (a sign of misaligned files)."""
+    one_sided = [number for number, s, t in rows if bool(s) != bool(t)]
+    if one_sided:
+        share = len(one_sided) / len(rows)
+        first = ", ".join(map(str, one_sided[:5]))
+        if share > MAX_ONE_SIDED_FRACTION:
+            raise CorpusError(f"{name}: {len(one_sided)} of {len(rows)} lines ({share:.1%}) have text on one side "
+                              f"only (lines {first}...): are the two sides aligned?")
+        log.warning("%s: skipped %d pairs with an empty side (lines %s)", name, len(one_sided), first)
+    kept = [(s, t) for _, s, t in rows if s and t]
+    _check_not_empty(kept, name)
+    return [s for s, _ in kept], [t for _, t in kept]
+
+
 def read_tsv(path: str | Path) -> tuple[list[str], list[str]]:
     """Source and target columns of a two-column TSV file."""
-    sources, targets = [], []
+    rows = []
     for number, line in enumerate(read_lines(path), start=1):
         if not line.strip():
             continue
@@ -52,10 +73,8 @@ def read_tsv(path: str | Path) -> tuple[list[str], list[str]]:
             raise CorpusError(
                 f"{path}, line {number}: expected 2 tab-separated fields (source, target), got {len(fields)}"
             )
-        sources.append(fields[0].strip())
-        targets.append(fields[1].strip())
-    _check_not_empty(sources, str(path))
-    return sources, targets
+        rows.append((number, fields[0].strip(), fields[1].strip()))
+    return _drop_blank(rows, str(path))
 
 
 def read_parallel(paths: list[str | Path]) -> tuple[list[str], list[str]]:
@@ -70,6 +89,5 @@ def read_parallel(paths: list[str | Path]) -> tuple[list[str], list[str]]:
             f"{paths[0]} has {len(source_lines)} lines but {paths[1]} has {len(target_lines)}: "
             "aligned files need one sentence per line each"
         )
-    pairs = [(s.strip(), t.strip()) for s, t in zip(source_lines, target_lines) if s.strip() and t.strip()]
-    _check_not_empty(pairs, f"{paths[0]} + {paths[1]}")
-    return [s for s, _ in pairs], [t for _, t in pairs]
+    rows = [(n, s.strip(), t.strip()) for n, (s, t) in enumerate(zip(source_lines, target_lines), start=1)]
+    return _drop_blank(rows, f"{paths[0]} + {paths[1]}")

@@ -17,7 +17,8 @@ import tensorflow as tf
 from keras_s2s.data.corpus import read_parallel
 from keras_s2s.data.demo import DemoCorpus
 from keras_s2s.data.pipeline import make_dataset
-from keras_s2s.data.tokenizer import SubwordTokenizer
+from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
+from keras_s2s.data.tokenizer import SubwordTokenizer, train_tokenizer
 
 log = logging.getLogger("keras_s2s")
 
@@ -55,18 +56,31 @@ def split_pairs(pairs: list, num_valid: int, num_test: int, seed: int):
 
 
 def read_splits(source: str | list[str], num_train: int = 50000, num_valid: int = 500, num_test: int = 500,
-                seed: int = 0):
+                seed: int = 0, direction: str | None = None):
     """Raw (source, target) pairs of the train/valid/test splits and the demo corpus (or None).
 
-    The same arguments always give the same splits, so a run can be evaluated later.
+    `source`: `demo`, a TSV, two aligned files ("a.src,a.tgt" or a list), a
+    directory of splits, or `tfds:NAME/CONFIG`. The same arguments always
+    give the same splits, so a run can be evaluated later.
     """
     if source == "demo":
         demo = DemoCorpus(seed=seed)
         return (*demo.split(num_train, num_valid, num_test, seed=seed + 1), demo)
-    paths = source.split(",") if isinstance(source, str) else list(source)
-    pairs = list(zip(*read_parallel([Path(p) for p in paths])))
-    train, valid, test = split_pairs(pairs, num_valid, num_test, seed)
-    return (train[:num_train] if num_train else train), valid, test, None
+    if isinstance(source, str) and source.startswith("tfds:"):
+        train, valid, test = read_tfds(source, direction)
+    elif isinstance(source, str) and is_split_dir(source):
+        train, valid, test = read_split_dir(source, direction)
+    else:
+        paths = source.split(",") if isinstance(source, str) else list(source)
+        train, valid, test = list(zip(*read_parallel([Path(p) for p in paths]))), [], []
+    if not valid or not test:  # cut the missing held-out splits from the training data
+        train, cut_valid, cut_test = split_pairs(train, num_valid if not valid else 0,
+                                                 num_test if not test else 0, seed)
+        valid, test = valid or cut_valid, test or cut_test
+    else:
+        train = list(train)
+        random.Random(seed).shuffle(train)
+    return (train[:num_train] if num_train else train), list(valid)[:num_valid], list(test), None
 
 
 def load_parallel_data(
@@ -79,6 +93,9 @@ def load_parallel_data(
     num_test: int = 500,
     seed: int = 0,
     bucket_width: int = 8,
+    batch_tokens: int | None = None,
+    direction: str | None = None,
+    tokenization: str = "sentencepiece",
     pad_to_multiple: int = 8,
     tokenizer: SubwordTokenizer | None = None,
     repeat: bool = False,
@@ -87,22 +104,30 @@ def load_parallel_data(
     """Load a parallel corpus and build its pipelines.
 
     Args:
-        source: str | list[str]. `demo` (the generated task), a TSV path, or
-            two aligned text files (a list, or one string "a.src,a.tgt").
+        source: str | list[str]. `demo` (the generated task), a TSV path,
+            two aligned text files (a list, or one string "a.src,a.tgt"), a
+            directory of train/valid/test splits, or `tfds:NAME/CONFIG`.
         vocab_size: int. Subword vocabulary size (joint source+target).
         batch_size: int. Global batch size in sentences.
+        batch_tokens: int | None. If set, batches hold about this many
+            tokens (padded source or target, whichever is longer) instead
+            of `batch_size` sentences.
+        direction: str | None. `src-tgt` language codes for split directories
+            with two files per split and for TFDS sets.
+        tokenization: str. `sentencepiece` (learn subwords from raw text) or
+            `pretokenized` (the text is already split into tokens by spaces).
         num_train, num_valid, num_test: int. Split sizes (demo: generated;
             files: valid/test are cut from the shuffled corpus, at most 10% each).
         tokenizer: SubwordTokenizer | None. Reuse this one instead of training.
         repeat, drop_remainder: bool. For the training dataset.
     """
-    train, valid, test, demo = read_splits(source, num_train, num_valid, num_test, seed)
+    train, valid, test, demo = read_splits(source, num_train, num_valid, num_test, seed, direction)
     if tokenizer is None:
         texts = [s for s, _ in train] + [t for _, t in train]
-        tokenizer = SubwordTokenizer.train(texts, vocab_size=vocab_size)
-        log.info("trained a %d-piece SentencePiece vocabulary on %d sentence pairs", tokenizer.vocab_size, len(train))
+        tokenizer = train_tokenizer(tokenization, texts, vocab_size)
+        log.info("built a %d-entry %s vocabulary on %d sentence pairs", tokenizer.vocab_size, tokenization, len(train))
     common = dict(tokenizer=tokenizer, batch_size=batch_size, max_length=max_length,
-                  bucket_width=bucket_width, pad_to_multiple=pad_to_multiple)
+                  bucket_width=bucket_width, pad_to_multiple=pad_to_multiple, batch_tokens=batch_tokens)
     train_ds = make_dataset([s for s, _ in train], [t for _, t in train], shuffle=True, repeat=repeat,
                             drop_remainder=drop_remainder, seed=seed, **common)
     valid_ds = make_dataset([s for s, _ in valid], [t for _, t in valid], shuffle=False, **common) if valid else None

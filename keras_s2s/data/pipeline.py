@@ -45,6 +45,18 @@ def encode_pairs(sources, targets, tokenizer, max_length: int):
     return kept
 
 
+def bucket_batch_sizes(boundaries: list[int], batch_size: int, batch_tokens: int | None = None,
+                       max_length: int = 64) -> list[int]:
+    """Sentences per batch for each length bucket (one more bucket than boundaries)."""
+    if not batch_tokens:
+        return [batch_size] * (len(boundaries) + 1)
+    sizes = []
+    for longest in boundaries + [max_length + 1]:
+        size = max(1, batch_tokens // longest)
+        sizes.append(size // 8 * 8 if size >= 8 else size)
+    return sizes
+
+
 def make_dataset(
     sources: list[str],
     targets: list[str],
@@ -57,6 +69,7 @@ def make_dataset(
     repeat: bool = False,
     drop_remainder: bool = False,
     seed: int = 0,
+    batch_tokens: int | None = None,
 ) -> tf.data.Dataset:
     """Batched, bucketed teacher-forcing dataset.
 
@@ -69,6 +82,9 @@ def make_dataset(
         pad_to_multiple: int. Pad each batch's length to a multiple of this.
         shuffle, repeat, drop_remainder: bool. Usual tf.data meanings.
         seed: int. Shuffle seed.
+        batch_tokens: int | None. Token-based batching: each length bucket
+            gets `batch_tokens // bucket length` sentences (a multiple of 8
+            when that is at least 8) instead of `batch_size`.
     """
     pairs = encode_pairs(sources, targets, tokenizer, max_length)
     source = _ragged([s for s, _ in pairs])
@@ -86,7 +102,7 @@ def make_dataset(
     ds = ds.bucket_by_sequence_length(
         element_length_func=lambda s, ti, to: tf.maximum(tf.shape(s)[0], tf.shape(ti)[0]),
         bucket_boundaries=boundaries,
-        bucket_batch_sizes=[batch_size] * (len(boundaries) + 1),
+        bucket_batch_sizes=bucket_batch_sizes(boundaries, batch_size, batch_tokens, max_length),
         drop_remainder=drop_remainder,
     )
 

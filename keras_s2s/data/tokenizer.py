@@ -92,3 +92,76 @@ class SubwordTokenizer:
     @classmethod
     def from_config(cls, config: dict):
         return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class PretokenizedVocabulary:
+    """For corpora that are already tokenized (words or BPE pieces separated by spaces).
+
+    Keeps the `vocab_size - 4` most frequent tokens; the rest map to unknown.
+    Detokenizing joins tokens with spaces and undoes subword-nmt's `@@ `
+    continuation marks, so BLEU is computed on words.
+
+    Example:
+        >>> vocab = PretokenizedVocabulary.train(["the dog@@ s bark", "the cat"], vocab_size=10)
+        >>> vocab.detokenize(vocab.tokenize(["the dog@@ s bark"]))
+        ['the dogs bark']
+    """
+
+    SPECIALS = ("<pad>", "<unk>", "<s>", "</s>")
+
+    def __init__(self, tokens: list[str]):
+        self.tokens = list(tokens)
+        if tuple(self.tokens[:4]) != self.SPECIALS:
+            raise ValueError(f"a vocabulary must start with {self.SPECIALS}")
+        self._ids = {token: i for i, token in enumerate(self.tokens)}
+
+    @classmethod
+    def train(cls, texts: Iterable[str], vocab_size: int = 8000):
+        from collections import Counter
+
+        counts = Counter(token for text in texts for token in text.split())
+        if not counts:
+            raise ValueError("cannot build a vocabulary from an empty corpus")
+        kept = [token for token, _ in counts.most_common(max(0, vocab_size - 4)) if token not in cls.SPECIALS]
+        return cls(list(cls.SPECIALS) + kept)
+
+    @property
+    def vocab_size(self) -> int:
+        return len(self.tokens)
+
+    def tokenize(self, texts: list[str]) -> list[list[int]]:
+        return [[self._ids.get(token, UNK_ID) for token in text.split()] for text in texts]
+
+    def detokenize(self, ids) -> list[str]:
+        texts = []
+        for row in ids:
+            row = [int(i) for i in row]
+            if EOS_ID in row:
+                row = row[: row.index(EOS_ID)]
+            text = " ".join(self.tokens[i] for i in row if i > EOS_ID or i == UNK_ID)
+            texts.append(text.replace("@@ ", "").removesuffix("@@"))
+        return texts
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text("\n".join(self.tokens) + "\n", encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: str | Path):
+        return cls(Path(path).read_text(encoding="utf-8").split("\n")[:-1])
+
+    def get_config(self) -> dict:
+        return {"tokens": self.tokens}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        return cls(**config)
+
+
+TOKENIZER_FILES = {"sentencepiece": ("tokenizer.model", SubwordTokenizer),
+                   "pretokenized": ("tokenizer.vocab", PretokenizedVocabulary)}
+
+
+def train_tokenizer(kind: str, texts: list[str], vocab_size: int):
+    """A new tokenizer of `kind` (`sentencepiece` or `pretokenized`) learned from `texts`."""
+    return TOKENIZER_FILES[kind][1].train(texts, vocab_size=vocab_size)

@@ -184,6 +184,10 @@ class ConvS2S(Seq2SeqLM):
         new_state["attention"] = total_weights / len(self.decoder_convs)
         return self._readout(x)[:, 0, :], new_state
 
+    @property
+    def max_positions_limit(self):
+        return self.max_positions
+
     def get_config(self):
         config = super().get_config()
         config.update({

@@ -62,12 +62,18 @@ class Seq2SeqLM(keras.Model):
         """One step: ids [B] -> (float32 logits [B, V], new state)."""
         raise NotImplementedError
 
+    @property
+    def max_positions_limit(self) -> int | None:
+        """Longest source or output sequence the model can represent (None = no limit)."""
+        return None
+
     # --- building and config --------------------------------------------------------------
 
     def build(self, input_shape=None):
         if self.built:
             return
-        dummy = {"source": tf.ones((1, 8), tf.int32), "target_in": tf.ones((1, 8), tf.int32)}
+        length = min(8, self.max_positions_limit or 8)
+        dummy = {"source": tf.ones((1, length), tf.int32), "target_in": tf.ones((1, length), tf.int32)}
         self.call(dummy, training=False)  # builds every sublayer
         self.built = True
 
@@ -171,6 +177,12 @@ class Seq2SeqLM(keras.Model):
         source_ids = np.asarray(source_ids, np.int32)
         max_length = int(max_length or self.decode_max_length)
         limits = np.full(len(source_ids), max_length, np.int32)
+        limit = self.max_positions_limit
+        if limit is not None:
+            if source_ids.shape[1] > limit and (source_ids[:, limit:] != PAD_ID).any():
+                raise ValueError(f"a source sentence has more than {limit} tokens, the most this model's "
+                                 "position embeddings represent (max_positions); split or shorten it")
+            source_ids, limits = source_ids[:, :limit], np.minimum(limits, limit)
         if max_length_ratio is not None:
             source_lengths = (source_ids != PAD_ID).sum(axis=1)
             limits = np.minimum(limits, np.ceil(max_length_ratio * source_lengths + max_length_offset).astype(np.int32))
@@ -194,6 +206,11 @@ class Seq2SeqLM(keras.Model):
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             ids = [row + [EOS_ID] for row in self.tokenizer.tokenize([texts[i] for i in chunk])]
+            limit = self.max_positions_limit
+            for i, row in zip(chunk, ids):
+                if limit is not None and len(row) > limit:
+                    raise ValueError(f"sentence {i + 1} ({texts[i][:40]!r}...) has {len(row)} tokens; this model "
+                                     f"reads at most {limit} (max_positions): split or shorten it")
             width = -(-max(len(r) for r in ids) // 8) * 8
             batch = np.zeros((len(ids), width), np.int32)
             for row, seq in enumerate(ids):

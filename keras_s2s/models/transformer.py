@@ -149,6 +149,10 @@ class Transformer(Seq2SeqLM):
         new_state["attention"] = weights[:, 0, :]  # last layer, mean over heads
         return self._logits(y)[:, 0, :], new_state
 
+    @property
+    def max_positions_limit(self):
+        return self.max_positions if self.positions == "learned" else None
+
     def get_config(self):
         config = super().get_config()
         config.update({

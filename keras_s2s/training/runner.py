@@ -3,7 +3,7 @@
 A run directory holds::
 
     card.yaml            the resolved card (with overrides)
-    tokenizer.model      the SentencePiece model
+    tokenizer.model      the SentencePiece model (tokenizer.vocab for pretokenized corpora)
     backup/              BackupAndRestore state while training (resume after a crash)
     checkpoints/         weights after every epoch
     logs/                TensorBoard
@@ -31,7 +31,7 @@ import yaml
 
 from keras_s2s import zoo
 from keras_s2s.data.parallel import read_splits, load_parallel_data
-from keras_s2s.data.tokenizer import SubwordTokenizer
+from keras_s2s.data.tokenizer import TOKENIZER_FILES
 from keras_s2s.distribute import get_strategy
 from keras_s2s.training.precision import set_precision
 
@@ -85,22 +85,32 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
 
 
 def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, demo=None, samples: int = 3,
-             beam_width: int = 1, length_penalty: float = 0.6) -> dict:
+             beam_width: int = 1, length_penalty: float = 0.6, coverage_penalty: float = 0.0) -> dict:
     """Translate the test split (greedy or beam search), score it, write hypotheses, print a few samples."""
+    if not test_pairs:
+        raise ValueError("the test split is empty: nothing to evaluate")
     sources = [s for s, _ in test_pairs]
     references = [t for _, t in test_pairs]
     start = time.time()
-    hypotheses = model.translate(sources, beam_width=beam_width, length_penalty=length_penalty)
+    hypotheses = model.translate(sources, beam_width=beam_width, length_penalty=length_penalty,
+                                 coverage_penalty=coverage_penalty)
     result = score(hypotheses, references)
     result["beam_width"] = beam_width
+    result["length_penalty"] = length_penalty if beam_width > 1 else None
+    result["coverage_penalty"] = coverage_penalty
     result["sentences"] = len(sources)
     result["decode_seconds"] = round(time.time() - start, 1)
     if demo is not None:
         result["dictionary_baseline_bleu"] = score(demo.dictionary_baseline(sources), references)["bleu"]
-    if out_dir is not None:
-        atomic_write(out_dir / "hypotheses.txt", lambda p: p.write_text("\n".join(hypotheses) + "\n", encoding="utf-8"))
-        atomic_write(out_dir / "eval.json", lambda p: p.write_text(json.dumps(result, indent=2), encoding="utf-8"))
+    if out_dir is not None:  # greedy: eval.json, hypotheses.txt; beam k: eval-beamK.json, hypotheses-beamK.txt
+        suffix = "" if beam_width == 1 else f"-beam{beam_width}"
+        atomic_write(out_dir / f"hypotheses{suffix}.txt",
+                     lambda p: p.write_text("\n".join(hypotheses) + "\n", encoding="utf-8"))
+        atomic_write(out_dir / f"eval{suffix}.json",
+                     lambda p: p.write_text(json.dumps(result, indent=2), encoding="utf-8"))
     decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {length_penalty}"
+    if coverage_penalty:
+        decoding += f", beta {coverage_penalty}"
     print(f"held-out BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({len(sources)} sentences, {decoding})")
     print(f"  {result['bleu_signature']}")
     if "dictionary_baseline_bleu" in result:
@@ -170,8 +180,9 @@ def train(
     card.training["precision"] = policy  # resolved once, logged once
     check_run_dir(out, card)
     strategy = get_strategy(card.training["strategy"], devices=devices)
-    tokenizer_path = out / "tokenizer.model"
-    tokenizer = SubwordTokenizer.load(tokenizer_path) if tokenizer_path.exists() else None
+    tokenizer_file, tokenizer_class = TOKENIZER_FILES[card.data.get("tokenization", "sentencepiece")]
+    tokenizer_path = out / tokenizer_file
+    tokenizer = tokenizer_class.load(tokenizer_path) if tokenizer_path.exists() else None  # built once per run
     start = time.time()
     corpus = load_parallel_data(
         **card.data,  # the card's data keys are load_parallel_data's arguments
@@ -224,12 +235,46 @@ def train(
 
 
 def evaluate_run(run_dir: str | Path, data: str | None = None, beam_width: int = 1,
-                 length_penalty: float = 0.6) -> dict:
+                 length_penalty: float = 0.6, coverage_penalty: float = 0.0) -> dict:
     """Re-evaluate a finished run on its test split (or on the test split of `data`)."""
     run_dir = Path(run_dir)
     card = zoo.get_card(str(run_dir / "card.yaml"))
-    split_keys = ("num_train", "num_valid", "num_test", "seed")
+    split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
     splits = {key: card.data[key] for key in split_keys if key in card.data}  # missing: the same defaults as train
     _, _, test, demo = read_splits(data or card.data["source"], **splits)
     return evaluate(load_model(run_dir), test, run_dir, demo=demo, beam_width=beam_width,
-                    length_penalty=length_penalty)
+                    length_penalty=length_penalty, coverage_penalty=coverage_penalty)
+
+
+def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3) -> list[Path]:
+    """Average the weights of the last `last` epoch checkpoints of a run into a new run directory.
+
+    `out` gets the run's card and tokenizer and the averaged `model.keras`,
+    so `keras-s2s evaluate --model OUT` and `translate` work on it.
+    Returns the checkpoints that were averaged.
+    """
+    run_dir, out = Path(run_dir), Path(out)
+    if last < 1:
+        raise ValueError(f"--last must be at least 1, got {last}")
+    checkpoints = sorted((run_dir / "checkpoints").glob("epoch-*.weights.h5"))
+    if len(checkpoints) < last:
+        raise ValueError(f"{run_dir / 'checkpoints'} holds {len(checkpoints)} checkpoint(s); cannot average the "
+                         f"last {last}")
+    if (out / "model.keras").exists():
+        raise ValueError(f"{out} already holds a model.keras; choose another --out")
+    checkpoints = checkpoints[-last:]
+    model = load_model(run_dir)
+    total = [0.0] * len(model.weights)
+    for path in checkpoints:
+        model.load_weights(path)
+        total = [t + v.numpy().astype("float64") for t, v in zip(total, model.weights)]
+    for variable, summed in zip(model.weights, total):
+        variable.assign((summed / len(checkpoints)).astype(variable.dtype))
+    out.mkdir(parents=True, exist_ok=True)
+    for name in ("card.yaml", *(f for f, _ in TOKENIZER_FILES.values())):
+        if (run_dir / name).exists():
+            atomic_write(out / name, lambda p, name=name: p.write_bytes((run_dir / name).read_bytes()))
+    atomic_write(out / "model.keras", model.save)
+    print(f"averaged {len(checkpoints)} checkpoints ({', '.join(p.name for p in checkpoints)}) "
+          f"into {out / 'model.keras'}")
+    return checkpoints

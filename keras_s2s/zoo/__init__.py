@@ -81,6 +81,10 @@ def build_from_card(card: Card, tokenizer=None, strategy=None) -> keras.Model:
         model = ARCHITECTURES[card.architecture](tokenizer=tokenizer, name=card.name, **kwargs)
         model.build()
         compile_model(model, card, policy)
+    limit = getattr(model, "max_positions_limit", None)
+    if limit is not None and card.data.get("max_length", 0) + 1 > limit:  # +1: BOS or EOS
+        raise CardError(f"{card.path}: data.max_length={card.data['max_length']} needs max_positions >= "
+                        f"{card.data['max_length'] + 1}, but the model has {limit}")
     log.info("built %s: %s parameters, policy %s", card.name, f"{model.count_params():,}", policy)
     return model
 
