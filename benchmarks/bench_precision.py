@@ -24,6 +24,8 @@ import tensorflow as tf  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
 
+from benchlib import matmul_gflops  # noqa: E402
+
 
 def handwritten_gnmt(vocab: int, layers: int, units: int) -> keras.Model:
     """The same layers as the zoo GNMT, written as a plain functional Keras model."""
@@ -70,19 +72,6 @@ def make_step(model, batch):
         return (time.perf_counter() - start) / args.steps
 
     return step
-
-
-def matmul_gflops(dtype, n=2048, repeats=5):
-    a = tf.random.normal((n, n), dtype="float32")
-    a = tf.cast(a, dtype)
-    f = tf.function(lambda x: tf.matmul(x, x))
-    f(a).numpy()
-    times = []
-    for _ in range(repeats):
-        start = time.perf_counter()
-        f(a).numpy()
-        times.append(time.perf_counter() - start)
-    return 2 * n**3 / statistics.median(times) / 1e9
 
 
 if __name__ == "__main__":

@@ -73,6 +73,8 @@ SCHEMA: dict[str, Any] = {
         "batch_tokens": Optional(int),
         "direction": Optional(str),
         "tokenization": Choice("sentencepiece", "pretokenized"),
+        "shared_vocabulary": bool,
+        "source_vocab_size": Optional(int),
     },
     "training": {
         "epochs": int,
@@ -262,12 +264,12 @@ def validate(raw: Any, source: str, lines: dict | None = None) -> Card:
     )
 
 
-def _resolve_override_key(card: dict, key: str) -> tuple:
-    """Find where a bare or dotted override key lives in the card."""
+def _resolve_override_key(card: dict, key: str) -> list[tuple]:
+    """Where a bare or dotted override key lives in the card (every section that has it)."""
     from keras_s2s.models import ARCHITECTURES
 
     if "." in key:
-        return tuple(key.split("."))
+        return [tuple(key.split("."))]
     arch_args = architecture_arguments(ARCHITECTURES.get(card.get("architecture"), object))
     homes = []
     if key in arch_args:
@@ -283,24 +285,25 @@ def _resolve_override_key(card: dict, key: str) -> tuple:
             f"override '{key}': unknown setting{_suggest(key, valid)}. "
             f"Valid settings: {', '.join(valid)} (or a dotted path such as training.learning_rate)"
         )
-    return homes[0]
+    return homes
 
 
 def apply_overrides(raw: dict, overrides: dict[str, Any]) -> dict:
     """Return a copy of the parsed card with `overrides` applied.
 
-    Keys are bare names (`units`, `batch_size`, `precision`) or dotted paths
-    (`training.loss_scale.initial_scale`).
+    Keys are bare names (`units`, `batch_size`, `precision`; a name found in
+    several parts, such as `vocab_size` or `seed`, is set in each) or dotted
+    paths (`training.loss_scale.initial_scale`).
     """
     card = copy.deepcopy(raw)
     for key, value in overrides.items():
-        path = _resolve_override_key(card, key)
-        node = card
-        for part in path[:-1]:
-            node = node.setdefault(part, {})
-            if not isinstance(node, dict):
-                raise CardError(f"override '{key}': '{part}' is not a mapping")
-        node[path[-1]] = value
+        for path in _resolve_override_key(card, key):  # e.g. vocab_size: model and data
+            node = card
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+                if not isinstance(node, dict):
+                    raise CardError(f"override '{key}': '{part}' is not a mapping")
+            node[path[-1]] = copy.deepcopy(value)
     return card
 
 

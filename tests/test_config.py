@@ -24,7 +24,7 @@ def test_unknown_model_names_closest_match_and_the_list():
     with pytest.raises(CardError) as err:
         zoo.get_card("gmnt")
     assert "did you mean 'gnmt'" in str(err.value).lower()
-    assert "Available models: gnmt" in str(err.value)
+    assert "Available models: convs2s, convs2s_demo, gnmt, gnmt_demo, transformer" in str(err.value)
 
 
 def test_mistyped_key_names_key_card_line_and_valid_keys(tmp_path):
@@ -91,3 +91,12 @@ def test_parse_override_reads_yaml_values():
     with pytest.raises(CardError, match="key=value"):
         parse_override("units")
     assert apply_overrides({"architecture": "gnmt", "model": {}}, {"units": 3})["model"] == {"units": 3}
+
+
+def test_a_bare_override_sets_every_part_that_has_the_key():
+    card = zoo.get_card("transformer_demo", vocab_size=500, seed=7, label_smoothing=0.2)
+    assert card.model["vocab_size"] == 500 and card.data["vocab_size"] == 500
+    assert card.data["seed"] == 7 and card.training["seed"] == 7
+    assert card.training["label_smoothing"] == 0.2
+    with pytest.raises(CardError, match="'data.tokenization' must be one of 'sentencepiece', 'pretokenized'"):
+        zoo.get_card("transformer_demo", tokenization="bpe")

@@ -140,3 +140,33 @@ def test_a_source_longer_than_the_position_table_is_a_clear_error():
     with pytest.raises(ValueError, match="more than 6 tokens"):
         model.generate(too_long)
     assert model.generate(np.array([[5, 6, 3, 0, 0, 0, 0, 0]], "int32"), max_length=40).shape[1] <= 6
+
+
+def test_separate_source_and_target_vocabularies(tmp_path):
+    import keras
+
+    from keras_s2s import zoo
+    from keras_s2s.data.tokenizer import TokenizerPair, load_run_tokenizer, save_run_tokenizer
+
+    data = load_parallel_data("demo", num_train=800, num_valid=16, num_test=8, vocab_size=260,
+                              source_vocab_size=200, shared_vocabulary=False, batch_size=16)
+    tokenizer = data.tokenizer
+    assert isinstance(tokenizer, TokenizerPair)
+    assert (tokenizer.source_vocab_size, tokenizer.vocab_size) == (200, 260)
+    for arch, sizes in (("transformer_demo", {"num_layers": 1, "d_model": 16, "num_heads": 2, "ffn_dim": 32}),
+                        ("gnmt_demo", {"units": 16}), ("convs2s_demo", {"channels": [16], "kernel_sizes": [3],
+                                                                          "embedding_dim": 16})):
+        model = zoo.load(arch, tokenizer=tokenizer, precision="float32", **sizes)
+        assert model.source_embedding.input_dim == 200 and model.source_vocab_size == 200
+        model.fit(data.train, steps_per_epoch=1, epochs=1, verbose=0)
+    model.save(tmp_path / "m.keras")
+    restored = keras.saving.load_model(tmp_path / "m.keras")
+    assert restored.translate(data.test_sources[:2]) == model.translate(data.test_sources[:2])
+    save_run_tokenizer(tokenizer, tmp_path, "sentencepiece")
+    assert (tmp_path / "tokenizer.source.model").is_file() and (tmp_path / "tokenizer.target.model").is_file()
+    reloaded = load_run_tokenizer(tmp_path, "sentencepiece", shared=False)
+    assert reloaded.source.tokenize(["zai"]) == tokenizer.source.tokenize(["zai"])
+    from keras_s2s.models import GNMT
+
+    with pytest.raises(ValueError, match="does not match the tokenizer's 200 source pieces"):
+        GNMT(vocab_size=260, source_vocab_size=0, tokenizer=tokenizer)

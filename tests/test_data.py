@@ -34,7 +34,7 @@ def test_tokenizer_save_and_load(tokenizer, tmp_path):
 
 def test_read_aligned_files_and_tsv(tmp_path):
     (tmp_path / "a.src").write_text("one\ntwo\n\nfour\n")
-    (tmp_path / "a.tgt").write_text("eins\nzwei\ndrei\nvier\n")
+    (tmp_path / "a.tgt").write_text("eins\nzwei\n  \nvier\n")  # blank on both sides: skipped
     assert read_parallel([tmp_path / "a.src", tmp_path / "a.tgt"]) == (["one", "two", "four"],
                                                                         ["eins", "zwei", "vier"])
     (tmp_path / "a.tsv").write_text("one\teins\r\ntwo\tzwei\n")

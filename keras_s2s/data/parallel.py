@@ -96,6 +96,8 @@ def load_parallel_data(
     batch_tokens: int | None = None,
     direction: str | None = None,
     tokenization: str = "sentencepiece",
+    shared_vocabulary: bool = True,
+    source_vocab_size: int | None = None,
     pad_to_multiple: int = 8,
     tokenizer: SubwordTokenizer | None = None,
     repeat: bool = False,
@@ -116,6 +118,10 @@ def load_parallel_data(
             with two files per split and for TFDS sets.
         tokenization: str. `sentencepiece` (learn subwords from raw text) or
             `pretokenized` (the text is already split into tokens by spaces).
+        shared_vocabulary: bool. One joint vocabulary (default), or separate
+            source and target vocabularies (a `TokenizerPair`).
+        source_vocab_size: int | None. Source vocabulary size when separate
+            (default `vocab_size`).
         num_train, num_valid, num_test: int. Split sizes (demo: generated;
             files: valid/test are cut from the shuffled corpus, at most 10% each).
         tokenizer: SubwordTokenizer | None. Reuse this one instead of training.
@@ -123,9 +129,11 @@ def load_parallel_data(
     """
     train, valid, test, demo = read_splits(source, num_train, num_valid, num_test, seed, direction)
     if tokenizer is None:
-        texts = [s for s, _ in train] + [t for _, t in train]
-        tokenizer = train_tokenizer(tokenization, texts, vocab_size)
-        log.info("built a %d-entry %s vocabulary on %d sentence pairs", tokenizer.vocab_size, tokenization, len(train))
+        tokenizer = train_tokenizer(tokenization, [s for s, _ in train], [t for _, t in train], vocab_size,
+                                    shared=shared_vocabulary, source_vocab_size=source_vocab_size)
+        sizes = (f"{tokenizer.vocab_size}-entry joint" if shared_vocabulary else
+                 f"{tokenizer.source_vocab_size}-entry source and {tokenizer.vocab_size}-entry target")
+        log.info("built a %s %s vocabulary on %d sentence pairs", sizes, tokenization, len(train))
     common = dict(tokenizer=tokenizer, batch_size=batch_size, max_length=max_length,
                   bucket_width=bucket_width, pad_to_multiple=pad_to_multiple, batch_tokens=batch_tokens)
     train_ds = make_dataset([s for s, _ in train], [t for _, t in train], shuffle=True, repeat=repeat,

@@ -34,8 +34,8 @@ def _pad_to_multiple(tensor, multiple: int):
 
 def encode_pairs(sources, targets, tokenizer, max_length: int):
     """Token ids (source + EOS, BOS + target, target + EOS) of pairs that fit `max_length`."""
-    src_ids = tokenizer.tokenize(sources)
-    tgt_ids = tokenizer.tokenize(targets)
+    src_ids = tokenizer.source.tokenize(sources)
+    tgt_ids = tokenizer.target.tokenize(targets)
     kept = [(s + [EOS_ID], t) for s, t in zip(src_ids, tgt_ids) if len(s) < max_length and len(t) < max_length]
     dropped = len(src_ids) - len(kept)
     if dropped:

@@ -22,8 +22,24 @@ import sentencepiece as spm
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 
 
+class _JointVocabulary:
+    """One vocabulary for both sides: `tok.source` and `tok.target` are the tokenizer itself."""
+
+    @property
+    def source(self):
+        return self
+
+    @property
+    def target(self):
+        return self
+
+    @property
+    def source_vocab_size(self) -> int:
+        return self.vocab_size
+
+
 @keras.saving.register_keras_serializable(package="keras_s2s")
-class SubwordTokenizer:
+class SubwordTokenizer(_JointVocabulary):
     """SentencePiece tokenizer (unigram or BPE) with fixed special ids.
 
     Args:
@@ -95,7 +111,7 @@ class SubwordTokenizer:
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
-class PretokenizedVocabulary:
+class PretokenizedVocabulary(_JointVocabulary):
     """For corpora that are already tokenized (words or BPE pieces separated by spaces).
 
     Keeps the `vocab_size - 4` most frequent tokens; the rest map to unknown.
@@ -158,10 +174,75 @@ class PretokenizedVocabulary:
         return cls(**config)
 
 
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class TokenizerPair:
+    """Separate source and target vocabularies (`data.shared_vocabulary: false`).
+
+    Example:
+        >>> pair = TokenizerPair(SubwordTokenizer.train(en, 8000), SubwordTokenizer.train(de, 8000))
+        >>> pair.source.tokenize(["a house"]), pair.target.detokenize(ids)
+    """
+
+    def __init__(self, source, target):
+        self.source = keras.saving.deserialize_keras_object(source) if isinstance(source, dict) else source
+        self.target = keras.saving.deserialize_keras_object(target) if isinstance(target, dict) else target
+
+    @property
+    def vocab_size(self) -> int:
+        return self.target.vocab_size
+
+    @property
+    def source_vocab_size(self) -> int:
+        return self.source.vocab_size
+
+    def get_config(self) -> dict:
+        return {"source": keras.saving.serialize_keras_object(self.source),
+                "target": keras.saving.serialize_keras_object(self.target)}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        return cls(**config)
+
+
 TOKENIZER_FILES = {"sentencepiece": ("tokenizer.model", SubwordTokenizer),
                    "pretokenized": ("tokenizer.vocab", PretokenizedVocabulary)}
 
 
-def train_tokenizer(kind: str, texts: list[str], vocab_size: int):
-    """A new tokenizer of `kind` (`sentencepiece` or `pretokenized`) learned from `texts`."""
-    return TOKENIZER_FILES[kind][1].train(texts, vocab_size=vocab_size)
+def train_tokenizer(kind: str, sources: list[str], targets: list[str], vocab_size: int, shared: bool = True,
+                    source_vocab_size: int | None = None):
+    """A joint tokenizer of `kind` (`sentencepiece` or `pretokenized`), or a `TokenizerPair` if not `shared`."""
+    cls = TOKENIZER_FILES[kind][1]
+    if shared:
+        return cls.train(list(sources) + list(targets), vocab_size=vocab_size)
+    return TokenizerPair(cls.train(sources, vocab_size=source_vocab_size or vocab_size),
+                         cls.train(targets, vocab_size=vocab_size))
+
+
+def _run_files(run_dir: Path, kind: str, shared: bool) -> dict[str, Path]:
+    name = TOKENIZER_FILES[kind][0]
+    if shared:
+        return {"joint": run_dir / name}
+    stem, suffix = name.split(".")
+    return {side: run_dir / f"{stem}.{side}.{suffix}" for side in ("source", "target")}
+
+
+def save_run_tokenizer(tokenizer, run_dir: str | Path, kind: str, write=None) -> None:
+    """Store a run's tokenizer files (tokenizer.model, or tokenizer.source.model + tokenizer.target.model).
+
+    `write(path, save)` performs each write (the runner passes its atomic writer).
+    """
+    write = write or (lambda path, save: save(path))
+    files = _run_files(Path(run_dir), kind, shared=not isinstance(tokenizer, TokenizerPair))
+    for side, path in files.items():
+        write(path, (tokenizer if side == "joint" else getattr(tokenizer, side)).save)
+
+
+def load_run_tokenizer(run_dir: str | Path, kind: str, shared: bool):
+    """The tokenizer a run stored, or None if it has not stored one yet."""
+    files = _run_files(Path(run_dir), kind, shared)
+    if not all(path.exists() for path in files.values()):
+        return None
+    cls = TOKENIZER_FILES[kind][1]
+    if shared:
+        return cls.load(files["joint"])
+    return TokenizerPair(cls.load(files["source"]), cls.load(files["target"]))

@@ -36,7 +36,8 @@ class ConvS2S(Seq2SeqLM):
     """Convolutional sequence-to-sequence model.
 
     Args:
-        vocab_size: int. Joint subword vocabulary size.
+        vocab_size: int. Target (or joint) vocabulary size.
+        source_vocab_size: int. Separate source vocabulary size (0 = joint).
         embedding_dim: int. Token and position embedding size.
         channels: list[int]. Channels of each convolutional layer (encoder and decoder).
         kernel_sizes: list[int]. Kernel width of each layer (odd; same length as `channels`).
@@ -49,6 +50,7 @@ class ConvS2S(Seq2SeqLM):
     def __init__(
         self,
         vocab_size: int = 32000,
+        source_vocab_size: int = 0,
         embedding_dim: int = 768,
         channels: list = [512] * 9 + [1024] * 4 + [2048] * 2,  # noqa: B006 (read-only default, card-friendly)
         kernel_sizes: list = [3] * 13 + [1] * 2,  # noqa: B006
@@ -59,7 +61,8 @@ class ConvS2S(Seq2SeqLM):
         decode_max_length: int = 128,
         **kwargs,
     ):
-        super().__init__(vocab_size=vocab_size, tokenizer=tokenizer, decode_max_length=decode_max_length, **kwargs)
+        super().__init__(vocab_size=vocab_size, source_vocab_size=source_vocab_size, tokenizer=tokenizer,
+                         decode_max_length=decode_max_length, **kwargs)
         channels, kernel_sizes = [int(c) for c in channels], [int(k) for k in kernel_sizes]
         if not channels or len(channels) != len(kernel_sizes):
             raise ValueError(f"channels ({len(channels)} layers) and kernel_sizes ({len(kernel_sizes)}) "
@@ -69,8 +72,8 @@ class ConvS2S(Seq2SeqLM):
         policy = self.dtype_policy
         embed_init = keras.initializers.RandomNormal(stddev=0.1)
 
-        def embeddings(prefix):
-            return (keras.layers.Embedding(vocab_size, embedding_dim, embeddings_initializer=embed_init,
+        def embeddings(prefix, size):
+            return (keras.layers.Embedding(size, embedding_dim, embeddings_initializer=embed_init,
                                            dtype=policy, name=f"{prefix}_embedding"),
                     keras_hub.layers.PositionEmbedding(max_positions, initializer=embed_init, dtype=policy,
                                                        name=f"{prefix}_positions"))
@@ -84,8 +87,8 @@ class ConvS2S(Seq2SeqLM):
                                    if widths[i] != width else None)
             return convs, projections
 
-        self.source_embedding, self.source_positions = embeddings("source")
-        self.target_embedding, self.target_positions = embeddings("target")
+        self.source_embedding, self.source_positions = embeddings("source", source_vocab_size or vocab_size)
+        self.target_embedding, self.target_positions = embeddings("target", vocab_size)
         self.encoder_in = WeightNormDense(channels[0], dropout=dropout, dtype=policy, name="encoder_in")
         self.encoder_convs, self.encoder_residuals = stack("encoder", causal=False)
         self.encoder_out = WeightNormDense(embedding_dim, dtype=policy, name="encoder_out")

@@ -32,7 +32,8 @@ class GNMT(Seq2SeqLM):
     """GNMT-like encoder-decoder with normalized Bahdanau attention.
 
     Args:
-        vocab_size: int. Joint source/target subword vocabulary size.
+        vocab_size: int. Target (or joint) vocabulary size.
+        source_vocab_size: int. Separate source vocabulary size (0 = joint).
         num_layers: int. LSTM layers in the encoder and in the decoder (>= 2).
         units: int. LSTM units (each direction of the bidirectional layer).
         embedding_dim: int. Embedding size (0 = `units`).
@@ -46,6 +47,7 @@ class GNMT(Seq2SeqLM):
     def __init__(
         self,
         vocab_size: int = 8000,
+        source_vocab_size: int = 0,
         num_layers: int = 4,
         units: int = 1024,
         embedding_dim: int = 0,
@@ -56,7 +58,8 @@ class GNMT(Seq2SeqLM):
         decode_max_length: int = 128,
         **kwargs,
     ):
-        super().__init__(vocab_size=vocab_size, tokenizer=tokenizer, decode_max_length=decode_max_length, **kwargs)
+        super().__init__(vocab_size=vocab_size, source_vocab_size=source_vocab_size, tokenizer=tokenizer,
+                         decode_max_length=decode_max_length, **kwargs)
         if num_layers < 2:
             raise ValueError(f"GNMT needs num_layers >= 2 (a bidirectional layer, then more); got {num_layers}")
         self.num_layers = num_layers
@@ -67,7 +70,8 @@ class GNMT(Seq2SeqLM):
         self.residual_start = residual_start
         dtype = self.dtype_policy
         emb = embedding_dim or units
-        self.source_embedding = keras.layers.Embedding(vocab_size, emb, dtype=dtype, name="source_embedding")
+        self.source_embedding = keras.layers.Embedding(source_vocab_size or vocab_size, emb, dtype=dtype,
+                                                       name="source_embedding")
         self.target_embedding = keras.layers.Embedding(vocab_size, emb, dtype=dtype, name="target_embedding")
         self.encoder_layers = [
             keras.layers.Bidirectional(

@@ -26,19 +26,25 @@ class Seq2SeqLM(keras.Model):
     """Base of encoder-decoder language models with greedy and beam-search decoding.
 
     Args:
-        vocab_size: int. Size of the (joint) subword vocabulary.
+        vocab_size: int. Size of the target (or joint) vocabulary.
+        source_vocab_size: int. Size of a separate source vocabulary (0 = joint).
         tokenizer: SubwordTokenizer | None. Saved with the model; needed by
             `translate`.
         decode_max_length: int. Longest output `generate` produces by default.
     """
 
-    def __init__(self, vocab_size: int = 8000, tokenizer=None, decode_max_length: int = 128, **kwargs):
+    def __init__(self, vocab_size: int = 8000, source_vocab_size: int = 0, tokenizer=None,
+                 decode_max_length: int = 128, **kwargs):
         super().__init__(**kwargs)
         if tokenizer is not None and tokenizer.vocab_size != vocab_size:
             raise ValueError(
                 f"vocab_size={vocab_size} does not match the tokenizer's {tokenizer.vocab_size} pieces"
             )
+        if tokenizer is not None and tokenizer.source_vocab_size != (source_vocab_size or vocab_size):
+            raise ValueError(f"source_vocab_size={source_vocab_size or vocab_size} does not match the tokenizer's "
+                             f"{tokenizer.source_vocab_size} source pieces")
         self.vocab_size = vocab_size
+        self.source_vocab_size = source_vocab_size  # 0: the vocabulary is joint
         self.tokenizer = tokenizer
         self.decode_max_length = decode_max_length
         self._decoders = {}  # (beam_width, length_penalty) -> tf.function
@@ -82,6 +88,7 @@ class Seq2SeqLM(keras.Model):
         config.update(
             {
                 "vocab_size": self.vocab_size,
+                "source_vocab_size": self.source_vocab_size,
                 "decode_max_length": self.decode_max_length,
                 "tokenizer": keras.saving.serialize_keras_object(self.tokenizer) if self.tokenizer else None,
             }
@@ -205,7 +212,7 @@ class Seq2SeqLM(keras.Model):
         results: list[str] = [""] * len(texts)
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
-            ids = [row + [EOS_ID] for row in self.tokenizer.tokenize([texts[i] for i in chunk])]
+            ids = [row + [EOS_ID] for row in self.tokenizer.source.tokenize([texts[i] for i in chunk])]
             limit = self.max_positions_limit
             for i, row in zip(chunk, ids):
                 if limit is not None and len(row) > limit:
@@ -218,7 +225,7 @@ class Seq2SeqLM(keras.Model):
             ids = self.generate(batch, max_length, beam_width=beam_width, length_penalty=length_penalty,
                                 coverage_penalty=coverage_penalty, max_length_ratio=max_length_ratio,
                                 max_length_offset=max_length_offset)
-            for i, text in zip(chunk, self.tokenizer.detokenize(ids)):
+            for i, text in zip(chunk, self.tokenizer.target.detokenize(ids)):
                 results[i] = text
             if progress is not None:
                 progress(len(chunk))

@@ -2,7 +2,8 @@
 
 Source, target and output embeddings are one shared matrix when the
 vocabulary is joint (`share_embeddings=True`, the default with the zoo's
-joint SentencePiece vocabulary). Positions are sinusoidal (default, no
+joint SentencePiece vocabulary); with separate vocabularies only the target
+embedding and the output projection are shared. Positions are sinusoidal (default, no
 length limit) or learned (`positions="learned"`, up to `max_positions`).
 Pre-normalization (`normalize_first=True`) is the default: it trains stably
 without a long warmup and at depth, which matters most for short CPU runs;
@@ -29,7 +30,8 @@ class Transformer(Seq2SeqLM):
     """Transformer encoder-decoder.
 
     Args:
-        vocab_size: int. Joint subword vocabulary size.
+        vocab_size: int. Target (or joint) vocabulary size.
+        source_vocab_size: int. Separate source vocabulary size (0 = joint).
         num_layers: int. Encoder layers (and decoder layers unless `num_decoder_layers`).
         num_decoder_layers: int. Decoder layers (0 = `num_layers`).
         d_model: int. Model width.
@@ -46,6 +48,7 @@ class Transformer(Seq2SeqLM):
     def __init__(
         self,
         vocab_size: int = 32000,
+        source_vocab_size: int = 0,
         num_layers: int = 6,
         num_decoder_layers: int = 0,
         d_model: int = 512,
@@ -60,7 +63,8 @@ class Transformer(Seq2SeqLM):
         decode_max_length: int = 128,
         **kwargs,
     ):
-        super().__init__(vocab_size=vocab_size, tokenizer=tokenizer, decode_max_length=decode_max_length, **kwargs)
+        super().__init__(vocab_size=vocab_size, source_vocab_size=source_vocab_size, tokenizer=tokenizer,
+                         decode_max_length=decode_max_length, **kwargs)
         if positions not in ("sinusoidal", "learned"):
             raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {positions!r}")
         self.num_layers, self.num_decoder_layers = num_layers, num_decoder_layers
@@ -71,8 +75,9 @@ class Transformer(Seq2SeqLM):
         self.target_embedding = keras_hub.layers.ReversibleEmbedding(
             vocab_size, d_model, tie_weights=share_embeddings, dtype=policy, name="target_embedding",
             embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model ** -0.5))
-        self.source_embedding = self.target_embedding if share_embeddings else keras.layers.Embedding(
-            vocab_size, d_model, dtype=policy, name="source_embedding",
+        joint = not source_vocab_size or source_vocab_size == vocab_size
+        self.source_embedding = self.target_embedding if share_embeddings and joint else keras.layers.Embedding(
+            source_vocab_size or vocab_size, d_model, dtype=policy, name="source_embedding",
             embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model ** -0.5))
         if positions == "learned":
             self.position_encoding = keras_hub.layers.PositionEmbedding(max_positions, dtype=policy, name="positions")

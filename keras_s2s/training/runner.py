@@ -3,7 +3,8 @@
 A run directory holds::
 
     card.yaml            the resolved card (with overrides)
-    tokenizer.model      the SentencePiece model (tokenizer.vocab for pretokenized corpora)
+    tokenizer.model      the SentencePiece model (tokenizer.vocab for pretokenized corpora;
+                         tokenizer.source.* and tokenizer.target.* for separate vocabularies)
     backup/              BackupAndRestore state while training (resume after a crash)
     checkpoints/         weights after every epoch
     logs/                TensorBoard
@@ -31,7 +32,7 @@ import yaml
 
 from keras_s2s import zoo
 from keras_s2s.data.parallel import read_splits, load_parallel_data
-from keras_s2s.data.tokenizer import TOKENIZER_FILES
+from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
 from keras_s2s.distribute import get_strategy
 from keras_s2s.training.precision import set_precision
 
@@ -180,9 +181,8 @@ def train(
     card.training["precision"] = policy  # resolved once, logged once
     check_run_dir(out, card)
     strategy = get_strategy(card.training["strategy"], devices=devices)
-    tokenizer_file, tokenizer_class = TOKENIZER_FILES[card.data.get("tokenization", "sentencepiece")]
-    tokenizer_path = out / tokenizer_file
-    tokenizer = tokenizer_class.load(tokenizer_path) if tokenizer_path.exists() else None  # built once per run
+    tokenization = card.data.get("tokenization", "sentencepiece")
+    tokenizer = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))  # once per run
     start = time.time()
     corpus = load_parallel_data(
         **card.data,  # the card's data keys are load_parallel_data's arguments
@@ -194,7 +194,7 @@ def train(
     out.mkdir(parents=True, exist_ok=True)  # only once the data is known to be good
     atomic_write(out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False)))
     if tokenizer is None:
-        atomic_write(tokenizer_path, corpus.tokenizer.save)
+        save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
     log.info("data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
              time.time() - start, len(corpus.train_pairs), len(corpus.valid_pairs), len(corpus.test_pairs),
              corpus.tokenizer.vocab_size)
@@ -271,9 +271,8 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3) -> 
     for variable, summed in zip(model.weights, total):
         variable.assign((summed / len(checkpoints)).astype(variable.dtype))
     out.mkdir(parents=True, exist_ok=True)
-    for name in ("card.yaml", *(f for f, _ in TOKENIZER_FILES.values())):
-        if (run_dir / name).exists():
-            atomic_write(out / name, lambda p, name=name: p.write_bytes((run_dir / name).read_bytes()))
+    for path in [run_dir / "card.yaml", *run_dir.glob("tokenizer.*")]:
+        atomic_write(out / path.name, lambda p, path=path: p.write_bytes(path.read_bytes()))
     atomic_write(out / "model.keras", model.save)
     print(f"averaged {len(checkpoints)} checkpoints ({', '.join(p.name for p in checkpoints)}) "
           f"into {out / 'model.keras'}")

@@ -75,6 +75,7 @@ def build_from_card(card: Card, tokenizer=None, strategy=None) -> keras.Model:
     kwargs = dict(card.model)
     if tokenizer is not None:
         kwargs["vocab_size"] = tokenizer.vocab_size
+        kwargs["source_vocab_size"] = 0 if tokenizer.source is tokenizer else tokenizer.source_vocab_size
     if "decode_max_length" in card.training:
         kwargs["decode_max_length"] = card.training["decode_max_length"]
     with scope:
