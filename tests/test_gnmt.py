@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_s2s.data.tokenizer import EOS_ID, PAD_ID, SubwordTokenizer
+from keras_s2s.data.tokenizer import SubwordTokenizer
 from keras_s2s.models import GNMT
 
 from conftest import tiny_gnmt

@@ -6,7 +6,6 @@ from keras_s2s import zoo
 from keras_s2s.training import precision
 from keras_s2s.training.precision import choose_precision, resolve_precision
 
-from conftest import tiny_gnmt
 
 
 @pytest.mark.parametrize(

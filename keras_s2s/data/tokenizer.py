@@ -37,6 +37,14 @@ class _JointVocabulary:
     def source_vocab_size(self) -> int:
         return self.vocab_size
 
+    @staticmethod
+    def _content_ids(row) -> list[int]:
+        """The ids of `row` before its first EOS, without padding and BOS."""
+        row = [int(i) for i in row]
+        if EOS_ID in row:
+            row = row[: row.index(EOS_ID)]
+        return [i for i in row if i > EOS_ID or i == UNK_ID]
+
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class SubwordTokenizer(_JointVocabulary):
@@ -87,13 +95,7 @@ class SubwordTokenizer(_JointVocabulary):
 
     def detokenize(self, ids) -> list[str]:
         """Text of each id sequence; stops at EOS and ignores pad/BOS."""
-        texts = []
-        for row in ids:
-            row = [int(i) for i in row]
-            if EOS_ID in row:
-                row = row[: row.index(EOS_ID)]
-            texts.append(self._processor.decode([i for i in row if i > EOS_ID or i == UNK_ID]))
-        return texts
+        return [self._processor.decode(self._content_ids(row)) for row in ids]
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.proto)
@@ -150,14 +152,8 @@ class PretokenizedVocabulary(_JointVocabulary):
         return [[self._ids.get(token, UNK_ID) for token in text.split()] for text in texts]
 
     def detokenize(self, ids) -> list[str]:
-        texts = []
-        for row in ids:
-            row = [int(i) for i in row]
-            if EOS_ID in row:
-                row = row[: row.index(EOS_ID)]
-            text = " ".join(self.tokens[i] for i in row if i > EOS_ID or i == UNK_ID)
-            texts.append(text.replace("@@ ", "").removesuffix("@@"))
-        return texts
+        texts = (" ".join(self.tokens[i] for i in self._content_ids(row)) for row in ids)
+        return [text.replace("@@ ", "").removesuffix("@@") for text in texts]
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text("\n".join(self.tokens) + "\n", encoding="utf-8")

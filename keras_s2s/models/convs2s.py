@@ -26,7 +26,7 @@ from keras import ops
 import tensorflow as tf
 
 from keras_s2s.layers.convolution import WeightNormConv1D, WeightNormDense
-from keras_s2s.models.seq2seq_lm import Seq2SeqLM
+from keras_s2s.models.seq2seq_lm import Seq2SeqLM, positions_of
 
 SQRT_HALF = math.sqrt(0.5)
 
@@ -124,17 +124,13 @@ class ConvS2S(Seq2SeqLM):
             residual = residuals[i](residual)
         return (ops.glu(conv_out, axis=-1) + residual) * ops.cast(SQRT_HALF, conv_out.dtype)
 
-    @staticmethod
-    def _positions_of(ids, offset=0):
-        return ops.broadcast_to(ops.arange(ops.shape(ids)[1])[None, :] + offset, ops.shape(ids))
-
     # --- Seq2SeqLM interface -------------------------------------------------------------------
 
     def encode(self, source_ids, training=False):
         mask = ops.not_equal(source_ids, 0)
         keep = ops.cast(mask, self.compute_dtype)[..., None]
         embedded = self._embed(self.source_embedding, self.source_positions, source_ids,
-                               self._positions_of(source_ids), training)
+                               positions_of(source_ids), training)
         x = self.encoder_in(embedded)
         for i, conv in enumerate(self.encoder_convs):
             residual = x
@@ -153,7 +149,7 @@ class ConvS2S(Seq2SeqLM):
         encoded = self.encode(inputs["source"], training=training)
         target_in = inputs["target_in"]
         embedded = self._embed(self.target_embedding, self.target_positions, target_in,
-                               self._positions_of(target_in), training)
+                               positions_of(target_in), training)
         x = self.decoder_in(embedded)
         for i, conv in enumerate(self.decoder_convs):
             residual = x

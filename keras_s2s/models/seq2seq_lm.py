@@ -22,6 +22,11 @@ from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, length_penalty, only_eos_at_limit
 
 
+def positions_of(ids):
+    """Position indices [B, T] (0, 1, ...) of a batch of ids [B, T]."""
+    return keras.ops.broadcast_to(keras.ops.arange(keras.ops.shape(ids)[1])[None, :], keras.ops.shape(ids))
+
+
 class Seq2SeqLM(keras.Model):
     """Base of encoder-decoder language models with greedy and beam-search decoding.
 

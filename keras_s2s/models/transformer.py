@@ -22,7 +22,7 @@ from keras import ops
 import tensorflow as tf
 
 from keras_s2s.layers.transformer import Float32LayerNorm, TransformerDecoderBlock, TransformerEncoderBlock
-from keras_s2s.models.seq2seq_lm import Seq2SeqLM
+from keras_s2s.models.seq2seq_lm import Seq2SeqLM, positions_of
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -100,13 +100,9 @@ class Transformer(Seq2SeqLM):
                                                 if self.positions == "sinusoidal" else positions), x.dtype)
         return self.dropout_layer(x, training=training)
 
-    @staticmethod
-    def _positions_of(ids, offset=0):
-        return ops.broadcast_to(ops.arange(ops.shape(ids)[1])[None, :] + offset, ops.shape(ids))
-
     def encode(self, source_ids, training=False):
         mask = ops.not_equal(source_ids, 0)
-        x = self._embed(self.source_embedding, source_ids, self._positions_of(source_ids), training)
+        x = self._embed(self.source_embedding, source_ids, positions_of(source_ids), training)
         for block in self.encoder_blocks:
             x = block(x, padding_mask=mask, training=training)
         if self.normalize_first:
@@ -127,7 +123,7 @@ class Transformer(Seq2SeqLM):
     def call(self, inputs, training=False):
         encoded = self.encode(inputs["source"], training=training)
         target_in = inputs["target_in"]
-        y = self._embed(self.target_embedding, target_in, self._positions_of(target_in), training)
+        y = self._embed(self.target_embedding, target_in, positions_of(target_in), training)
         for i, block in enumerate(self.decoder_blocks):
             y, _ = block(y, self._memory(encoded, i), encoded["mask"], training=training)
         return self._logits(y)
