@@ -7,7 +7,6 @@ from keras_s2s.training import precision
 from keras_s2s.training.precision import choose_precision, resolve_precision
 
 
-
 @pytest.mark.parametrize(
     "gpus, flags, expected",
     [
