@@ -43,4 +43,4 @@ def test_pip_install_into_a_fresh_venv_and_load_from_elsewhere(tmp_path):
     scripts = venv / "bin" / "keras-s2s"
     listed = subprocess.run([str(scripts), "list"], cwd=elsewhere, capture_output=True, text=True, timeout=300,
                             env=env)
-    assert listed.returncode == 0 and listed.stdout.startswith("gnmt"), listed.stderr
+    assert listed.returncode == 0 and "gnmt " in listed.stdout, listed.stderr
