@@ -102,7 +102,12 @@ def read_tfds(source: str, direction: str | None = None, data_dir: str | None = 
         raise CorpusError(f"{source}: the dataset has no supervised keys; set data.direction, e.g. en-de")
     available = list(builder.info.splits.keys()) or None
     if download:
-        builder.download_and_prepare()
+        try:
+            builder.download_and_prepare()
+        except Exception as exc:  # network, disk or checksum problems, reported by TFDS in its own types
+            raise CorpusError(f"{source}: could not download or prepare the dataset ({type(exc).__name__}: "
+                              f"{str(exc)[:300]}); prepare it once with network access, or set "
+                              "TFDS_DATA_DIR to where it is") from None
     splits = {}
     for name, candidates in TFDS_SPLITS.items():
         split = next((c for c in candidates if available is None or c in available), None)
