@@ -1,0 +1,61 @@
+"""Reading audio files: one module for speech recognition and speech synthesis.
+
+`read_audio` returns float32 mono samples in [-1, 1] at the requested rate,
+resampling (librosa, soxr) when the file's rate differs. Every problem is an
+`AudioError` that names the file: missing, unreadable or not audio, empty, or
+silent throughout.
+
+Example:
+    >>> samples = read_audio("clip.wav", sample_rate=16000)
+    >>> write_wav("copy.wav", samples, 16000)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+
+class AudioError(ValueError):
+    """An audio file is missing, unreadable, empty or silent."""
+
+
+def _soundfile():
+    try:
+        import soundfile
+    except ImportError:
+        raise AudioError('reading audio needs the audio extra: pip install "keras-s2s[audio]"') from None
+    return soundfile
+
+
+def resample(samples: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
+    """Resample float32 samples from `rate` to `target_rate` (librosa's soxr_hq)."""
+    if rate == target_rate:
+        return samples.astype(np.float32, copy=False)
+    import librosa
+
+    return librosa.resample(samples.astype(np.float32), orig_sr=rate, target_sr=target_rate).astype(np.float32)
+
+
+def read_audio(path: str | Path, sample_rate: int = 16000) -> np.ndarray:
+    """Float32 mono samples of an audio file, resampled to `sample_rate`."""
+    path = Path(path)
+    if not path.is_file():
+        raise AudioError(f"{path}: audio file not found")
+    soundfile = _soundfile()
+    try:
+        samples, rate = soundfile.read(str(path), dtype="float32", always_2d=True)
+    except Exception as exc:  # libsndfile reports format problems in its own error type
+        raise AudioError(f"{path}: not a readable audio file ({exc})") from None
+    if samples.shape[0] == 0:
+        raise AudioError(f"{path}: the file holds no audio samples")
+    samples = samples.mean(axis=1)  # mono
+    if not np.any(samples):
+        raise AudioError(f"{path}: the audio is silent throughout")
+    return resample(samples, rate, sample_rate)
+
+
+def write_wav(path: str | Path, samples: np.ndarray, sample_rate: int) -> None:
+    """Write float samples in [-1, 1] as a 16-bit PCM WAV file."""
+    _soundfile().write(str(path), np.clip(samples, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")

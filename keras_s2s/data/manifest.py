@@ -1,0 +1,79 @@
+"""Speech manifests: CSV or TSV files listing audio files and their transcripts.
+
+The header names the columns. The audio column is one of `wav_filename`
+(OpenSeq2Seq, DeepSpeech), `audio_filepath` (NeMo), `path`, `audio`,
+`file`; the transcript column one of `transcript`, `text`, `sentence`.
+Other columns (`wav_filesize`, `duration`, ...) are ignored. Relative
+paths are relative to the manifest's folder.
+
+Example:
+    >>> entries = read_manifest("data/train.csv")
+    >>> entries[0].path, entries[0].transcript
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+from pathlib import Path
+
+from keras_s2s.data.corpus import CorpusError, read_lines
+
+AUDIO_COLUMNS = ("wav_filename", "audio_filepath", "path", "audio", "file")
+TEXT_COLUMNS = ("transcript", "text", "sentence")
+
+
+@dataclasses.dataclass(frozen=True)
+class Utterance:
+    """One manifest line: an audio file and what is said in it."""
+
+    path: Path
+    transcript: str
+    line: int
+
+
+def _column(header: list[str], names: tuple, manifest: Path, what: str) -> int:
+    lowered = [h.strip().lower() for h in header]
+    for name in names:
+        if name in lowered:
+            return lowered.index(name)
+    raise CorpusError(f"{manifest}, line 1: no {what} column; the header has {', '.join(header)}, expected one "
+                      f"of {', '.join(names)}")
+
+
+def read_manifest(path: str | Path, check_files: bool = True) -> list[Utterance]:
+    """The utterances of a CSV/TSV manifest; names file and line of every problem."""
+    path = Path(path)
+    lines = read_lines(path)
+    if not lines:
+        raise CorpusError(f"{path}: the manifest is empty")
+    delimiter = "\t" if "\t" in lines[0] else ","
+    rows = list(csv.reader(lines, delimiter=delimiter))
+    audio_col = _column(rows[0], AUDIO_COLUMNS, path, "audio path")
+    text_col = _column(rows[0], TEXT_COLUMNS, path, "transcript")
+    utterances, missing = [], []
+    for number, row in enumerate(rows[1:], start=2):
+        if not row or not any(cell.strip() for cell in row):
+            continue
+        if len(row) <= max(audio_col, text_col):
+            raise CorpusError(f"{path}, line {number}: expected {len(rows[0])} fields, got {len(row)}")
+        audio = Path(row[audio_col].strip())
+        audio = audio if audio.is_absolute() else path.parent / audio
+        if check_files and not audio.is_file():
+            missing.append(f"line {number}: {audio}")
+        utterances.append(Utterance(audio, row[text_col].strip(), number))
+    if missing:
+        shown = "; ".join(missing[:3]) + (f"; and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise CorpusError(f"{path}: {len(missing)} audio file(s) not found ({shown})")
+    if not utterances:
+        raise CorpusError(f"{path}: the manifest lists no utterances")
+    return utterances
+
+
+def write_manifest(path: str | Path, utterances: list[tuple[str, float, str]]) -> None:
+    """Write an OpenSeq2Seq-style CSV (wav_filename, duration, transcript); paths relative to `path`."""
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["wav_filename", "duration", "transcript"])
+        for audio, duration, transcript in utterances:
+            writer.writerow([audio, f"{duration:.3f}", transcript])

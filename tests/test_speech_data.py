@@ -1,0 +1,102 @@
+"""Audio reading, features (parity with librosa), manifests and the synthesized demo speech."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_s2s.data.audio import AudioError, read_audio, write_wav
+from keras_s2s.data.corpus import CorpusError
+from keras_s2s.data.manifest import read_manifest
+from keras_s2s.data.speech_features import FeatureExtractor, librosa_features
+
+
+def tone(seconds=1.0, rate=16000, seed=0):
+    t = np.arange(int(seconds * rate)) / rate
+    noise = np.random.default_rng(seed).normal(size=t.shape)
+    return (0.3 * np.sin(2 * np.pi * 440 * t) + 0.05 * noise).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind, size", [("logmel", 64), ("mfcc", 40), ("spectrogram", 0)])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_tf_signal_features_match_librosa(kind, size, normalize):
+    extractor = FeatureExtractor(kind=kind, num_features=size or 64, normalize=normalize, window_ms=25)
+    ours = extractor(tf.constant(tone())).numpy()
+    reference = librosa_features(tone(), extractor)
+    assert ours.shape == reference.shape == (extractor.num_frames(16000), extractor.feature_size)
+    np.testing.assert_allclose(ours, reference, atol=1e-3)
+
+
+def test_feature_settings_dither_and_round_trip():
+    extractor = FeatureExtractor(kind="logmel", num_features=32, dither=1e-3, stride_ms=20)
+    x = tf.constant(tone(0.5))
+    assert extractor(x).shape == (25, 32)  # 1 + (8000 - 320) // 320
+    np.testing.assert_array_equal(extractor(x), extractor(x))  # no dither at inference
+    assert not np.allclose(extractor(x, training=True), extractor(x, training=True))
+    clone = FeatureExtractor.from_config(extractor.get_config())
+    np.testing.assert_allclose(clone(x), extractor(x))
+    assert extractor(tf.zeros([10])).shape == (1, 32), "shorter than a window: one padded frame"
+    with pytest.raises(ValueError, match="feature kind must be one of"):
+        FeatureExtractor(kind="mel")
+
+
+def test_read_audio_resamples_and_names_bad_files(tmp_path):
+    write_wav(tmp_path / "a.wav", tone(rate=8000), 8000)
+    samples = read_audio(tmp_path / "a.wav", sample_rate=16000)
+    assert abs(len(samples) - 16000) <= 2 and samples.dtype == np.float32
+    with pytest.raises(AudioError, match="missing.wav: audio file not found"):
+        read_audio(tmp_path / "missing.wav")
+    (tmp_path / "text.wav").write_text("this is not audio")
+    with pytest.raises(AudioError, match="text.wav: not a readable audio file"):
+        read_audio(tmp_path / "text.wav")
+    write_wav(tmp_path / "empty.wav", np.zeros(0, np.float32), 16000)
+    with pytest.raises(AudioError, match="empty.wav: the file holds no audio samples"):
+        read_audio(tmp_path / "empty.wav")
+    write_wav(tmp_path / "silent.wav", np.zeros(800, np.float32), 16000)
+    with pytest.raises(AudioError, match="silent.wav: the audio is silent throughout"):
+        read_audio(tmp_path / "silent.wav")
+
+
+def test_manifests_in_several_dialects_and_their_errors(tmp_path):
+    write_wav(tmp_path / "a.wav", tone(0.2), 16000)
+    (tmp_path / "sub").mkdir()
+    write_wav(tmp_path / "sub" / "b.wav", tone(0.2), 16000)
+    (tmp_path / "o2s.csv").write_text("wav_filename,wav_filesize,transcript\na.wav,123,hello there\n"
+                                      "sub/b.wav,456,good night\n")
+    entries = read_manifest(tmp_path / "o2s.csv")
+    assert [e.transcript for e in entries] == ["hello there", "good night"]
+    assert entries[1].path == tmp_path / "sub" / "b.wav"
+    (tmp_path / "nemo.tsv").write_text(f"audio_filepath\tduration\ttext\n{tmp_path / 'a.wav'}\t0.2\thello\n")
+    assert read_manifest(tmp_path / "nemo.tsv")[0].path == tmp_path / "a.wav"
+    (tmp_path / "missing.csv").write_text("path,text\na.wav,one\nnope.wav,two\n")
+    with pytest.raises(CorpusError, match=r"missing.csv: 1 audio file\(s\) not found \(line 3: .*nope.wav\)"):
+        read_manifest(tmp_path / "missing.csv")
+    (tmp_path / "nohead.csv").write_text("file_name,words\na.wav,one\n")
+    with pytest.raises(CorpusError, match="nohead.csv, line 1: no audio path column; the header has file_name"):
+        read_manifest(tmp_path / "nohead.csv")
+    (tmp_path / "short.csv").write_text("path,extra,text\na.wav\n")
+    with pytest.raises(CorpusError, match="short.csv, line 2: expected 3 fields, got 1"):
+        read_manifest(tmp_path / "short.csv")
+    (tmp_path / "empty.csv").write_text("")
+    with pytest.raises(CorpusError, match="the manifest is empty"):
+        read_manifest(tmp_path / "empty.csv")
+
+
+def test_demo_speech_is_synthesized_once_deterministic_and_held_out(tmp_path):
+    from keras_s2s.data.speech_demo import DemoSpeech
+
+    demo = DemoSpeech(num_train=40, num_valid=5, num_test=8, seed=3)
+    folder = demo.prepare(root=tmp_path)
+    train, test = read_manifest(folder / "train.csv"), read_manifest(folder / "test.csv")
+    assert (len(train), len(test)) == (40, 8)
+    assert not {u.transcript for u in test} & {u.transcript for u in train}, "test sentences are new"
+    assert all(set(u.transcript) <= set("abcdefghijklmnopqrstuvwxyz ") for u in train)
+    audio = read_audio(train[0].path)
+    assert 0.5 < len(audio) / 16000 < 8
+    stamp = (folder / "train.csv").stat().st_mtime_ns
+    assert demo.prepare(root=tmp_path) == folder and (folder / "train.csv").stat().st_mtime_ns == stamp
+    again = DemoSpeech(num_train=40, num_valid=5, num_test=8, seed=3).prepare(root=tmp_path / "other")
+    repeated = read_manifest(again / "train.csv")
+    assert [u.transcript for u in repeated] == [u.transcript for u in train]
+    # eSpeak NG carries a little state between sentences: lengths may differ by a few milliseconds
+    assert abs(len(read_audio(repeated[0].path)) - len(audio)) < 160
+    assert not list(tmp_path.glob(".tmp-*")), "no half-written corpus is left behind"
