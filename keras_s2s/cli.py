@@ -5,6 +5,7 @@
     keras-s2s evaluate --model runs/gnmt
     keras-s2s translate --model runs/gnmt < input.txt
     keras-s2s average --model runs/gnmt --last 3 --out runs/gnmt-avg
+    keras-s2s transcribe --model runs/jasper_demo clip.wav more.wav
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ def _parser() -> argparse.ArgumentParser:
 
     train = commands.add_parser("train", help="train a zoo model (or a card .yaml) and report held-out BLEU")
     train.add_argument("model", help="zoo model name or path to a card .yaml")
-    train.add_argument("--data", nargs="+", help="'demo', a TSV file, or two aligned files: train.src train.tgt")
+    train.add_argument("--data", nargs="+", help="translation: 'demo', a TSV, two aligned files, a split directory "
+                       "or tfds:NAME/CONFIG; speech: 'demo-speech', a manifest or a directory of manifests")
     train.add_argument("--precision", choices=PRECISIONS)
     train.add_argument("--strategy", choices=STRATEGIES)
     train.add_argument("--devices", help="comma-separated devices for --strategy mirrored")
@@ -38,10 +40,10 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a card setting, e.g. --set units=256 --set training.learning_rate=0.002")
 
-    evaluate = commands.add_parser("evaluate", help="BLEU/chrF of a trained model on its held-out split")
+    evaluate = commands.add_parser("evaluate", help="BLEU/chrF (translation) or WER/CER (speech) on held-out data")
     evaluate.add_argument("--model", required=True, help="run directory written by `train`")
     evaluate.add_argument("--data", nargs="+", help="evaluate on the test split of this data instead")
-    evaluate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default)")
+    evaluate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default); CTC beam for speech")
     evaluate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
     evaluate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
 
@@ -53,6 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default)")
     translate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
     translate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
+
+    transcribe = commands.add_parser("transcribe", help="print the text spoken in audio files")
+    transcribe.add_argument("--model", required=True, help="run directory of a speech recognizer")
+    transcribe.add_argument("audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed")
+    transcribe.add_argument("--beam-width", type=int, default=1, help="1 = greedy CTC decoding (default)")
 
     average = commands.add_parser("average", help="average the last N epoch checkpoints of a run")
     average.add_argument("--model", required=True, help="run directory written by `train`")
@@ -131,6 +138,17 @@ def _translate(args) -> None:
             source.close()
 
 
+def _transcribe(args) -> None:
+    from keras_s2s.models import SpeechToText
+    from keras_s2s.training.runner import load_model
+
+    model = load_model(args.model)
+    if not isinstance(model, SpeechToText):
+        raise ValueError(f"{args.model} holds a {type(model).__name__}, not a speech recognizer")
+    for path, text in zip(args.audio, model.transcribe(args.audio, beam_width=args.beam_width)):
+        print(f"{path}\t{text}" if len(args.audio) > 1 else text)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -154,6 +172,8 @@ def main(argv: list[str] | None = None) -> int:
             evaluate_run(args.model, data=",".join(args.data) if args.data else None,
                          beam_width=args.beam_width, length_penalty=args.length_penalty,
                          coverage_penalty=args.coverage_penalty)
+        elif args.command == "transcribe":
+            _transcribe(args)
         elif args.command == "average":
             from keras_s2s.training.runner import average_checkpoints
 

@@ -75,6 +75,12 @@ SCHEMA: dict[str, Any] = {
         "tokenization": Choice("sentencepiece", "pretokenized"),
         "shared_vocabulary": bool,
         "source_vocab_size": Optional(int),
+        # speech recognition
+        "features": dict,  # FeatureExtractor arguments
+        "characters": str,
+        "min_duration": float,
+        "max_duration": float,
+        "augment": dict,  # see keras_s2s/data/augment.py
     },
     "training": {
         "epochs": int,
@@ -217,11 +223,14 @@ def _check_mapping(values: dict, schema: dict, path: tuple, source: str, lines: 
             _check_mapping(value, kind, key_path, source, lines)
 
 
+OBJECT_ARGUMENTS = ("self", "tokenizer", "vocabulary", "extractor")  # passed as objects, never set in a card
+
+
 def architecture_arguments(cls: type) -> dict[str, Any]:
     """Constructor arguments of `cls` with the type of each default value."""
     arguments = {}
     for name, param in inspect.signature(cls.__init__).parameters.items():
-        if name in ("self", "tokenizer") or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
+        if name in OBJECT_ARGUMENTS or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
             continue
         default = param.default
         if default is None or default is inspect.Parameter.empty:

@@ -18,10 +18,10 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,23 +32,14 @@ import yaml
 
 from keras_s2s import zoo
 from keras_s2s.data.parallel import read_splits, load_parallel_data
+from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
 from keras_s2s.distribute import get_strategy
+from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.precision import set_precision
+from keras_s2s.training.speech_eval import evaluate_speech
 
 log = logging.getLogger("keras_s2s")
-
-
-def atomic_write(path: Path, write) -> None:
-    """Call `write(tmp_path)`, then rename onto `path`: readers never see half a file."""
-    path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}")  # keeps suffixes such as .weights.h5 that writers check
-    try:
-        write(tmp)
-        os.replace(tmp, path)
-    finally:
-        if tmp.exists():
-            tmp.unlink()
 
 
 class AtomicCheckpoint(keras.callbacks.Callback):
@@ -103,12 +94,8 @@ def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, 
     result["decode_seconds"] = round(time.time() - start, 1)
     if demo is not None:
         result["dictionary_baseline_bleu"] = score(demo.dictionary_baseline(sources), references)["bleu"]
-    if out_dir is not None:  # greedy: eval.json, hypotheses.txt; beam k: eval-beamK.json, hypotheses-beamK.txt
-        suffix = "" if beam_width == 1 else f"-beam{beam_width}"
-        atomic_write(out_dir / f"hypotheses{suffix}.txt",
-                     lambda p: p.write_text("\n".join(hypotheses) + "\n", encoding="utf-8"))
-        atomic_write(out_dir / f"eval{suffix}.json",
-                     lambda p: p.write_text(json.dumps(result, indent=2), encoding="utf-8"))
+    if out_dir is not None:
+        write_results(out_dir, "hypotheses", hypotheses, result, beam_width)
     decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {length_penalty}"
     if coverage_penalty:
         decoding += f", beta {coverage_penalty}"
@@ -150,6 +137,57 @@ def _steps_per_epoch(card, num_train: int) -> int:
     return card.training.get("steps_per_epoch") or max(1, num_train // card.data["batch_size"])
 
 
+@dataclasses.dataclass
+class PreparedTask:
+    """What `train` needs from a task: datasets, model-building assets and the final evaluation."""
+
+    train: object
+    valid: object
+    num_train: int
+    build_kwargs: dict
+    evaluate: object  # model -> results dict
+
+
+def _write_card(out: Path, card) -> None:
+    out.mkdir(parents=True, exist_ok=True)  # only once the data is known to be good
+    atomic_write(out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False)))
+
+
+def prepare_text(card, out: Path, policy: str, strategy) -> PreparedTask:
+    """Translation: tokenizer (built once per run), parallel datasets, BLEU evaluation."""
+    tokenization = card.data.get("tokenization", "sentencepiece")
+    tokenizer = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))
+    start = time.time()
+    corpus = load_parallel_data(
+        **card.data,  # the card's data keys are load_parallel_data's arguments
+        pad_to_multiple=8 if policy != "float32" else 1,
+        tokenizer=tokenizer,
+        repeat=True,
+        drop_remainder=strategy.num_replicas_in_sync > 1,
+    )
+    _write_card(out, card)
+    if tokenizer is None:
+        save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
+    log.info("data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
+             time.time() - start, len(corpus.train_pairs), len(corpus.valid_pairs), len(corpus.test_pairs),
+             corpus.tokenizer.vocab_size)
+    return PreparedTask(corpus.train, corpus.valid, len(corpus.train_pairs), {"tokenizer": corpus.tokenizer},
+                        lambda model: evaluate(model, corpus.test_pairs, out, demo=corpus.demo))
+
+
+def prepare_speech(card, out: Path, policy: str, strategy) -> PreparedTask:
+    """Speech recognition: checked utterances, feature datasets, WER evaluation."""
+    start = time.time()
+    speech_args = {key: card.data[key] for key in SPEECH_DATA_KEYS if key in card.data}
+    data = load_speech_data(**speech_args, pad_to_multiple=8 if policy != "float32" else 1, repeat=True,
+                            drop_remainder=strategy.num_replicas_in_sync > 1)
+    _write_card(out, card)
+    log.info("data ready in %.1fs", time.time() - start)
+    return PreparedTask(data.train, data.valid, len(data.train_utterances),
+                        {"vocabulary": data.vocabulary, "extractor": data.extractor},
+                        lambda model: evaluate_speech(model, data.test_utterances, out))
+
+
 def train(
     model: str,
     data: str | None = None,
@@ -181,26 +219,10 @@ def train(
     card.training["precision"] = policy  # resolved once, logged once
     check_run_dir(out, card)
     strategy = get_strategy(card.training["strategy"], devices=devices)
-    tokenization = card.data.get("tokenization", "sentencepiece")
-    tokenizer = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))  # once per run
-    start = time.time()
-    corpus = load_parallel_data(
-        **card.data,  # the card's data keys are load_parallel_data's arguments
-        pad_to_multiple=8 if policy != "float32" else 1,
-        tokenizer=tokenizer,
-        repeat=True,
-        drop_remainder=strategy.num_replicas_in_sync > 1,
-    )
-    out.mkdir(parents=True, exist_ok=True)  # only once the data is known to be good
-    atomic_write(out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False)))
-    if tokenizer is None:
-        save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
-    log.info("data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
-             time.time() - start, len(corpus.train_pairs), len(corpus.valid_pairs), len(corpus.test_pairs),
-             corpus.tokenizer.vocab_size)
-
-    model_obj = zoo.build_from_card(card, tokenizer=corpus.tokenizer, strategy=strategy)
-    steps_per_epoch = _steps_per_epoch(card, len(corpus.train_pairs))
+    prepare = prepare_speech if zoo.is_speech(card) else prepare_text
+    task = prepare(card, out, policy, strategy)
+    model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
+    steps_per_epoch = _steps_per_epoch(card, task.num_train)
     epochs = epochs or card.training["epochs"]
     if steps:
         epochs = max(1, math.ceil(steps / steps_per_epoch))
@@ -216,9 +238,9 @@ def train(
           f"{strategy.num_replicas_in_sync} replica(s)): {epochs} epoch(s) x {steps_per_epoch} steps")
     start = time.time()
     history = model_obj.fit(
-        corpus.train,
-        validation_data=corpus.valid,
-        validation_steps=sum(1 for _ in corpus.valid) if corpus.valid is not None else None,
+        task.train,
+        validation_data=task.valid,
+        validation_steps=sum(1 for _ in task.valid) if task.valid is not None else None,
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
         callbacks=callbacks,
@@ -229,16 +251,21 @@ def train(
     atomic_write(out / "model.keras", model_obj.save)
     atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(history.history, indent=2)))
     print(f"trained in {train_seconds:.0f}s; model saved to {out / 'model.keras'}")
-    result = evaluate(model_obj, corpus.test_pairs, out, demo=corpus.demo)
+    result = task.evaluate(model_obj)
     result["train_seconds"] = round(train_seconds, 1)
     return result
 
 
 def evaluate_run(run_dir: str | Path, data: str | None = None, beam_width: int = 1,
                  length_penalty: float = 0.6, coverage_penalty: float = 0.0) -> dict:
-    """Re-evaluate a finished run on its test split (or on the test split of `data`)."""
+    """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU or WER."""
     run_dir = Path(run_dir)
     card = zoo.get_card(str(run_dir / "card.yaml"))
+    if zoo.is_speech(card):
+        split_keys = ("num_train", "num_valid", "num_test", "seed")
+        splits = {key: card.data[key] for key in split_keys if key in card.data}
+        _, _, test = read_speech_splits(data or card.data["source"], **splits)
+        return evaluate_speech(load_model(run_dir), test, run_dir, beam_width=beam_width)
     split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
     splits = {key: card.data[key] for key in split_keys if key in card.data}  # missing: the same defaults as train
     _, _, test, demo = read_splits(data or card.data["source"], **splits)

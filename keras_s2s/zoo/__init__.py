@@ -19,7 +19,9 @@ import tensorflow as tf
 
 from keras_s2s.config import Card, CardError, load_card
 from keras_s2s.distribute import get_strategy
-from keras_s2s.models import ARCHITECTURES
+from keras_s2s.data.characters import CharVocabulary
+from keras_s2s.data.speech_features import FeatureExtractor
+from keras_s2s.models import ARCHITECTURES, SpeechToText
 from keras_s2s.training.losses import SmoothedCrossEntropy
 from keras_s2s.training.metrics import MaskedAccuracy
 from keras_s2s.training.optimizers import build_optimizer
@@ -52,34 +54,62 @@ def get_card(name: str, **overrides) -> Card:
     return load_card(card_path(name), overrides)
 
 
+def is_speech(card: Card) -> bool:
+    """Whether the card's architecture is a speech recognizer (a `SpeechToText`)."""
+    return issubclass(ARCHITECTURES[card.architecture], SpeechToText)
+
+
+def speech_assets(card: Card):
+    """The feature extractor and character vocabulary a speech card describes."""
+    extractor = FeatureExtractor(**card.data.get("features", {}))
+    characters = card.data.get("characters")
+    return extractor, CharVocabulary(characters) if characters else CharVocabulary()
+
+
 def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
-    """Compile `model` with the card's optimizer, schedule and loss-scale settings."""
+    """Compile `model` with the card's optimizer, schedule and loss-scale settings.
+
+    Translation models get label-smoothed cross-entropy and token accuracy;
+    speech recognizers compute their CTC loss themselves (`compute_loss`).
+    """
     training = card.training
+    speech = isinstance(model, SpeechToText)
     model.compile(
         optimizer=build_optimizer(training, policy),
-        loss=SmoothedCrossEntropy(training.get("label_smoothing", 0.0)),
-        metrics=[MaskedAccuracy()],
+        loss=None if speech else SmoothedCrossEntropy(training.get("label_smoothing", 0.0)),
+        metrics=None if speech else [MaskedAccuracy()],
         steps_per_execution=training.get("steps_per_execution", 1),
         jit_compile=training.get("jit_compile", False),
     )
     return model
 
 
-def build_from_card(card: Card, tokenizer=None, strategy=None) -> keras.Model:
-    """Set precision, then build and compile the card's model inside the strategy's scope."""
+def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, extractor=None) -> keras.Model:
+    """Set precision, then build and compile the card's model inside the strategy's scope.
+
+    Translation models take a `tokenizer`; speech recognizers a `vocabulary`
+    and an `extractor` (default: those the card's data part describes).
+    """
     policy = set_precision(card.training.get("precision", "auto"))
     if strategy is None and not tf.distribute.has_strategy():
         strategy = card.training.get("strategy", "auto")
     # no strategy given inside a user's `strategy.scope()`: build right there
     scope = get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext()
     kwargs = dict(card.model)
+    if is_speech(card):
+        default_extractor, default_vocabulary = speech_assets(card)
+        kwargs["extractor"] = extractor = extractor or default_extractor
+        kwargs["vocabulary"] = vocabulary = vocabulary or default_vocabulary
+        kwargs["num_features"], kwargs["vocab_size"] = extractor.feature_size, vocabulary.vocab_size
+    else:
+        kwargs["tokenizer"] = tokenizer
+        if "decode_max_length" in card.training:
+            kwargs["decode_max_length"] = card.training["decode_max_length"]
     if tokenizer is not None:
         kwargs["vocab_size"] = tokenizer.vocab_size
         kwargs["source_vocab_size"] = 0 if tokenizer.source is tokenizer else tokenizer.source_vocab_size
-    if "decode_max_length" in card.training:
-        kwargs["decode_max_length"] = card.training["decode_max_length"]
     with scope:
-        model = ARCHITECTURES[card.architecture](tokenizer=tokenizer, name=card.name, **kwargs)
+        model = ARCHITECTURES[card.architecture](name=card.name, **kwargs)
         model.build()
         compile_model(model, card, policy)
     limit = getattr(model, "max_positions_limit", None)
@@ -90,13 +120,17 @@ def build_from_card(card: Card, tokenizer=None, strategy=None) -> keras.Model:
     return model
 
 
-def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None, **overrides) -> keras.Model:
+def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None, vocabulary=None,
+         extractor=None, **overrides) -> keras.Model:
     """Build and compile zoo model `name`.
 
     Args:
         name: str. A zoo name (see `list_models()`) or a path to a card.
-        tokenizer: SubwordTokenizer | None. Sets the vocabulary size and is
-            saved with the model.
+        tokenizer: SubwordTokenizer | None. Translation: sets the vocabulary
+            size and is saved with the model.
+        vocabulary, extractor: CharVocabulary, FeatureExtractor | None.
+            Speech recognition (default: the card's `data.characters` and
+            `data.features`); saved with the model.
         strategy: str | tf.distribute.Strategy | None. Build inside this
             strategy's scope. None: the current scope if inside one, else
             the card's `strategy`.
@@ -105,7 +139,7 @@ def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None
             `learning_rate=1e-3`, or dotted paths `training.loss_scale.initial_scale`.
     """
     card = get_card(name, **overrides)
-    model = build_from_card(card, tokenizer=tokenizer, strategy=strategy)
+    model = build_from_card(card, tokenizer=tokenizer, strategy=strategy, vocabulary=vocabulary, extractor=extractor)
     if weights:
         model.load_weights(weights)
     return model

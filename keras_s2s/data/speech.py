@@ -1,0 +1,207 @@
+"""From a speech source to feature/label datasets for CTC training.
+
+Sources: `demo-speech` (synthesized, see `speech_demo.py`), a manifest
+(CSV/TSV; valid/test cut off, seeded), or a directory holding `train.csv`,
+`valid.csv` (or `dev.csv`) and `test.csv` (or `.tsv`).
+
+Before training, every utterance is checked: audio that is missing,
+unreadable or empty, transcripts with characters outside the vocabulary and
+utterances outside [min_duration, max_duration] are skipped, counted and
+logged with the first example of each reason; nothing reaches TensorFlow that
+would crash it later. Audio is read and featurized inside `tf.data`
+(`FeatureExtractor`), batches are bucketed by length and padded to a
+multiple of 8 under mixed precision.
+
+Example:
+    >>> data = load_speech_data("demo-speech", batch_size=16)
+    >>> inputs, labels = next(iter(data.train))    # {"features", "feature_lengths"}, char ids
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from pathlib import Path
+
+import numpy as np
+import tensorflow as tf
+
+from keras_s2s.data.audio import read_audio
+from keras_s2s.data.augment import AUGMENT_KEYS, augment_audio, augment_features
+from keras_s2s.data.characters import CharVocabulary, normalize_transcript
+from keras_s2s.data.corpus import CorpusError
+from keras_s2s.data.manifest import Utterance, read_manifest
+from keras_s2s.data.speech_features import FeatureExtractor
+
+log = logging.getLogger("keras_s2s")
+SPEECH_DATA_KEYS = ("source", "features", "characters", "batch_size", "num_train", "num_valid", "num_test", "seed",
+                    "min_duration", "max_duration", "augment")  # the card's data keys that load_speech_data takes
+
+
+@dataclasses.dataclass
+class SpeechData:
+    """Feature extractor, vocabulary, datasets and held-out utterances of a speech task."""
+
+    extractor: FeatureExtractor
+    vocabulary: CharVocabulary
+    train: tf.data.Dataset
+    valid: tf.data.Dataset | None
+    train_utterances: list
+    valid_utterances: list
+    test_utterances: list
+
+
+def _manifest_in(directory: Path, names: tuple) -> Path | None:
+    for name in names:
+        for suffix in (".csv", ".tsv"):
+            if (directory / f"{name}{suffix}").is_file():
+                return directory / f"{name}{suffix}"
+    return None
+
+
+def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, num_test: int = 300,
+                       seed: int = 0) -> tuple[list, list, list]:
+    """Train/valid/test utterance lists of a speech source."""
+    if source == "demo-speech":
+        from keras_s2s.data.speech_demo import DemoSpeech
+
+        source = str(DemoSpeech(num_train=num_train or 6000, num_valid=num_valid, num_test=num_test,
+                                seed=seed).prepare())
+    path = Path(source)
+    if path.is_dir():
+        train_file = _manifest_in(path, ("train",))
+        if train_file is None:
+            raise CorpusError(f"{path}: no train.csv or train.tsv manifest")
+        splits = [read_manifest(train_file)]
+        for names in (("valid", "dev"), ("test",)):
+            found = _manifest_in(path, names)
+            splits.append(read_manifest(found) if found else [])
+        train, valid, test = splits
+    else:
+        train, valid, test = read_manifest(path), [], []
+    if not valid or not test:  # cut what is missing from the shuffled training utterances
+        train = list(train)
+        random.Random(seed).shuffle(train)
+        cut_test = 0 if test else min(num_test, len(train) // 10)
+        cut_valid = 0 if valid else min(num_valid, len(train) // 10)
+        test = test or train[:cut_test]
+        valid = valid or train[cut_test:cut_test + cut_valid]
+        train = train[cut_test + cut_valid:]
+    return (train[:num_train] if num_train else train), valid[:num_valid], test
+
+
+def usable_utterances(utterances: list[Utterance], vocabulary: CharVocabulary, min_duration: float = 0.1,
+                      max_duration: float = 20.0, name: str = "train") -> list[tuple[Utterance, float]]:
+    """(utterance, seconds) of those that can be trained on; the rest are counted and logged by reason."""
+    import soundfile
+
+    kept, skipped = [], {}
+    for utterance in utterances:
+        reason = None
+        unknown = vocabulary.unknown(utterance.transcript)
+        if not normalize_transcript(utterance.transcript):
+            reason = "empty transcript"
+        elif unknown:
+            reason = f"characters outside the vocabulary ({''.join(sorted(unknown))!r})"
+        else:
+            try:
+                info = soundfile.info(str(utterance.path))
+                seconds = info.frames / info.samplerate
+            except Exception as exc:  # libsndfile's own error types
+                reason, seconds = f"unreadable audio ({str(exc)[:80]})", 0.0
+            if reason is None and info.frames == 0:
+                reason = "no audio samples"
+            elif reason is None and not min_duration <= seconds <= max_duration:
+                reason = f"duration outside [{min_duration}, {max_duration}] s"
+        if reason is None:
+            kept.append((utterance, seconds))
+        else:
+            skipped.setdefault(reason.split(" (")[0], []).append(f"{utterance.path} (line {utterance.line}): {reason}")
+    for reason, examples in skipped.items():
+        log.warning("%s: skipped %d utterance(s) for %s, e.g. %s", name, len(examples), reason, examples[0])
+    if not kept:
+        raise CorpusError(f"{name}: none of {len(utterances)} utterances is usable; see the warnings above")
+    return kept
+
+
+def make_speech_dataset(utterances: list[tuple[Utterance, float]], extractor: FeatureExtractor,
+                        vocabulary: CharVocabulary, batch_size: int = 32, shuffle: bool = True,
+                        repeat: bool = False, drop_remainder: bool = False, pad_to_multiple: int = 8,
+                        augment: dict | None = None, bucket_seconds: float = 1.0, seed: int = 0,
+                        training: bool | None = None):
+    """Batched ({"features": [B, T, F], "feature_lengths": [B]}, char ids [B, L]) dataset.
+
+    `training` (default: `shuffle`) turns on dithering and `augment`.
+    """
+    training = shuffle if training is None else training
+    augment = dict(augment or {})
+    unknown_keys = set(augment) - set(AUGMENT_KEYS)
+    if unknown_keys:
+        raise ValueError(f"unknown augmentation setting(s) {sorted(unknown_keys)}; valid: {', '.join(AUGMENT_KEYS)}")
+    paths = [str(u.path) for u, _ in utterances]
+    labels = [vocabulary.encode(u.transcript) for u, _ in utterances]
+    flat = np.fromiter((i for row in labels for i in row), dtype=np.int32)
+    ragged = tf.RaggedTensor.from_row_lengths(flat, np.array([len(r) for r in labels], np.int64))
+    ds = tf.data.Dataset.from_tensor_slices((paths, ragged)).map(lambda p, y: (p, y))
+    if shuffle:
+        ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    rate = extractor.sample_rate
+
+    def featurize(path, label):
+        audio = tf.numpy_function(lambda p: read_audio(p.decode(), rate), [path], tf.float32)
+        audio.set_shape([None])
+        if training and augment:
+            audio = augment_audio(audio, augment)
+        features = extractor(audio, training=training)
+        if training and augment:
+            features = augment_features(features, augment)
+        return features, tf.shape(features)[0], label
+
+    ds = ds.map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
+    longest = max(seconds for _, seconds in utterances)
+    frames_per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
+    boundaries = list(range(frames_per_bucket, extractor.num_frames(int(longest * rate)) + 2, frames_per_bucket))
+    ds = ds.bucket_by_sequence_length(lambda f, n, y: n, boundaries or [frames_per_bucket],
+                                      [batch_size] * (len(boundaries or [0]) + 1), drop_remainder=drop_remainder)
+
+    def to_inputs(features, lengths, label):
+        if pad_to_multiple > 1:
+            frames = tf.shape(features)[1]
+            features = tf.pad(features, [[0, 0], [0, (-frames) % pad_to_multiple], [0, 0]])
+        return {"features": features, "feature_lengths": lengths}, label
+
+    return ds.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def load_speech_data(source: str = "demo-speech", features: dict | None = None, characters: str | None = None,
+                     batch_size: int = 32, num_train: int = 0, num_valid: int = 200, num_test: int = 300,
+                     seed: int = 0, min_duration: float = 0.1, max_duration: float = 20.0,
+                     augment: dict | None = None, pad_to_multiple: int = 8, repeat: bool = False,
+                     drop_remainder: bool = False) -> SpeechData:
+    """Load a speech source and build its pipelines.
+
+    Args:
+        source: str. `demo-speech`, a manifest (CSV/TSV), or a directory of split manifests.
+        features: dict | None. `FeatureExtractor` arguments (kind, num_features, window_ms, ...).
+        characters: str | None. The alphabet (default: space, apostrophe, a-z).
+        batch_size: int. Utterances per batch (global).
+        num_train: int. Cap on training utterances (0 = all; demo-speech: how many to synthesize, default 6000).
+        min_duration, max_duration: float. Seconds; others are skipped and counted.
+        augment: dict | None. Training augmentation (see `augment.py`).
+    """
+    extractor = FeatureExtractor(**(features or {}))
+    vocabulary = CharVocabulary(characters) if characters else CharVocabulary()
+    train, valid, test = read_speech_splits(source, num_train, num_valid, num_test, seed)
+    train_ok = usable_utterances(train, vocabulary, min_duration, max_duration, "train")
+    valid_ok = usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
+    common = dict(extractor=extractor, vocabulary=vocabulary, batch_size=batch_size, pad_to_multiple=pad_to_multiple)
+    train_ds = make_speech_dataset(train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder,
+                                   augment=augment, seed=seed, **common)
+    valid_ds = make_speech_dataset(valid_ok, shuffle=False, **common) if valid_ok else None
+    log.info("speech data: %d train / %d valid / %d test utterances, %.1f h of training audio",
+             len(train_ok), len(valid_ok), len(test), sum(s for _, s in train_ok) / 3600)
+    return SpeechData(extractor, vocabulary, train_ds, valid_ds, [u for u, _ in train_ok],
+                      [u for u, _ in valid_ok], test)

@@ -1,0 +1,131 @@
+"""`SpeechToText`: the task base of the CTC speech recognizers.
+
+Inputs are `{"features": [B, T, F], "feature_lengths": [B]}`, labels are
+character ids [B, L] (0-padded; 0 is also the CTC blank). The model returns
+float32 per-frame logits [B, T', V] with T' = ceil(T / time_reduction). The
+CTC loss is computed in float32 from the true input and label lengths in
+`compute_loss` (the only place that sees the lengths; `fit` stays Keras's).
+Greedy and beam-search CTC decoding and `transcribe` live here once.
+
+Example:
+    >>> model = keras_s2s.zoo.load("jasper_demo", vocabulary=data.vocabulary, extractor=data.extractor)
+    >>> model.fit(data.train, epochs=1)
+    >>> model.transcribe(["clip.wav"])
+"""
+
+from __future__ import annotations
+
+import math
+
+import keras
+import numpy as np
+import tensorflow as tf
+from keras import ops
+
+from keras_s2s.data.audio import read_audio
+
+
+class SpeechToText(keras.Model):
+    """Base of CTC models.
+
+    Args:
+        vocab_size: int. Output classes including the blank (characters + 1).
+        num_features: int. Feature size F.
+        vocabulary: CharVocabulary | None. Saved with the model; needed by `transcribe`.
+        extractor: FeatureExtractor | None. Saved with the model; needed by `transcribe`.
+    """
+
+    time_reduction = 1  # subclasses: how many input frames make one output frame
+
+    def __init__(self, vocab_size: int = 29, num_features: int = 64, vocabulary=None, extractor=None, **kwargs):
+        super().__init__(**kwargs)
+        if vocabulary is not None and vocabulary.vocab_size != vocab_size:
+            raise ValueError(f"vocab_size={vocab_size} does not match the vocabulary's {vocabulary.vocab_size}")
+        if extractor is not None and extractor.feature_size != num_features:
+            raise ValueError(f"num_features={num_features} does not match the extractor's {extractor.feature_size}")
+        self.vocab_size, self.num_features = vocab_size, num_features
+        self.vocabulary, self.extractor = vocabulary, extractor
+        self._decoders = {}
+
+    def build(self, input_shape=None):
+        if self.built:
+            return
+        self.call({"features": tf.zeros((1, 16 * self.time_reduction, self.num_features)),
+                   "feature_lengths": tf.constant([16 * self.time_reduction])}, training=False)
+        self.built = True
+
+    def output_lengths(self, feature_lengths):
+        """Output frames of each utterance: ceil(input frames / time_reduction)."""
+        return (ops.cast(feature_lengths, "int32") + self.time_reduction - 1) // self.time_reduction
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Mean CTC loss per utterance, in float32, plus any layer losses."""
+        labels = ops.cast(y, "int32")
+        label_lengths = ops.sum(ops.cast(ops.not_equal(labels, 0), "int32"), axis=1)
+        logit_lengths = ops.minimum(self.output_lengths(x["feature_lengths"]), ops.shape(y_pred)[1])
+        losses = ops.ctc_loss(labels, ops.cast(y_pred, "float32"), label_lengths, logit_lengths, mask_index=0)
+        loss = ops.mean(losses)
+        if self.losses:
+            loss = loss + ops.sum(self.losses)
+        return loss
+
+    # --- decoding ---------------------------------------------------------------------------
+
+    def _decoder(self, beam_width: int):
+        if beam_width not in self._decoders:
+            def decode(features, lengths):
+                logits = self({"features": features, "feature_lengths": lengths}, training=False)
+                out_lengths = ops.minimum(self.output_lengths(lengths), ops.shape(logits)[1])
+                strategy = "greedy" if beam_width == 1 else "beam_search"
+                decoded, _ = ops.ctc_decode(logits, out_lengths, strategy=strategy, beam_width=beam_width,
+                                            top_paths=1, mask_index=0)
+                return decoded[0]
+            signature = [tf.TensorSpec([None, None, self.num_features], tf.float32), tf.TensorSpec([None], tf.int32)]
+            self._decoders[beam_width] = tf.function(decode, input_signature=signature)
+        return self._decoders[beam_width]
+
+    def decode(self, features, feature_lengths, beam_width: int = 1) -> list[str]:
+        """Text of each utterance of a padded feature batch (greedy, or CTC beam search)."""
+        if self.vocabulary is None:
+            raise ValueError("this model has no vocabulary; load it with zoo.load(..., vocabulary=...)")
+        if not self.built:
+            self.build()
+        ids = self._decoder(beam_width)(tf.convert_to_tensor(features, tf.float32),
+                                        tf.convert_to_tensor(feature_lengths, tf.int32)).numpy()
+        return [self.vocabulary.decode(row[row >= 0]) for row in ids]
+
+    def transcribe(self, audio: list, batch_size: int = 16, beam_width: int = 1) -> list[str]:
+        """Text of each audio file path (or float32 sample array at the extractor's rate)."""
+        if self.extractor is None:
+            raise ValueError("this model has no feature extractor; load it with zoo.load(..., extractor=...)")
+        results = []
+        for start in range(0, len(audio), batch_size):
+            feats = []
+            for item in audio[start:start + batch_size]:
+                samples = item if isinstance(item, np.ndarray) else read_audio(item, self.extractor.sample_rate)
+                feats.append(self.extractor(tf.constant(samples, tf.float32)).numpy())
+            lengths = np.array([len(f) for f in feats], np.int32)
+            width = int(math.ceil(lengths.max() / 8) * 8)
+            batch = np.zeros((len(feats), width, self.num_features), np.float32)
+            for row, f in enumerate(feats):
+                batch[row, :len(f)] = f
+            results += self.decode(batch, lengths, beam_width)
+        return results
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "vocab_size": self.vocab_size, "num_features": self.num_features,
+            "vocabulary": keras.saving.serialize_keras_object(self.vocabulary) if self.vocabulary else None,
+            "extractor": keras.saving.serialize_keras_object(self.extractor) if self.extractor else None,
+        })
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        for key in ("vocabulary", "extractor"):
+            if config.get(key):
+                config[key] = keras.saving.deserialize_keras_object(config[key])
+        return cls(**config)
+
