@@ -213,3 +213,32 @@ def test_checkpoint_averaging_is_the_mean_of_the_weights(tmp_path):
     averaged = load_model(tmp_path / "avg")
     for i, weight in enumerate(averaged.weights):
         np.testing.assert_allclose(weight.numpy(), (per_epoch[0][i] + per_epoch[1][i]) / 2, rtol=1e-6, atol=1e-7)
+
+
+def test_speech_recognizer_trains_evaluates_and_transcribes(tmp_path, capsys, monkeypatch):
+    from keras_s2s.data.audio import resample, write_wav
+    from keras_s2s.data.espeak import synthesize
+
+    monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path / "home"))
+    out = tmp_path / "asr"
+    tiny = ["--set", "channels=[32, 32]", "--set", "kernels=[5, 5]", "--set", "dropouts=[0.1, 0.1]",
+            "--set", "prologue_channels=32", "--set", "epilogue_channels=[32, 32]", "--set", "epilogue_kernel=5",
+            "--set", "num_train=40", "--set", "num_valid=4", "--set", "num_test=6", "--set", "batch_size=8",
+            "--precision", "float32"]
+    assert main(["train", "wave2letter_demo", "--data", "demo-speech", "--steps", "3", "--out", str(out),
+                 *tiny]) == 0
+    printed = capsys.readouterr().out
+    assert "held-out WER" in printed and "CER" in printed
+    result = json.loads((out / "eval.json").read_text())
+    assert result["utterances"] == 6 and 0 <= result["cer"]
+    assert len((out / "transcripts.txt").read_text().splitlines()) == 6
+    assert main(["evaluate", "--model", str(out), "--beam-width", "4"]) == 0
+    assert "beam 4" in capsys.readouterr().out and (out / "eval-beam4.json").is_file()
+
+    write_wav(tmp_path / "fresh.wav", resample(*synthesize("the red dog runs", voice="en-us"), 16000), 16000)
+    assert main(["transcribe", "--model", str(out), str(tmp_path / "fresh.wav"), str(tmp_path / "fresh.wav")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(str(tmp_path / "fresh.wav") + "\t")
+    (tmp_path / "broken.wav").write_text("nope")
+    assert main(["transcribe", "--model", str(out), str(tmp_path / "broken.wav")]) == 2
+    assert "broken.wav: not a readable audio file" in capsys.readouterr().err

@@ -1,0 +1,186 @@
+"""Speech recognizers: CTC decoding, loss, the three architectures, augmentation, bad input, convergence."""
+
+import logging
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_s2s.data.audio import write_wav
+from keras_s2s.data.augment import add_noise, perturb_speed, spec_augment
+from keras_s2s.data.characters import CharVocabulary
+from keras_s2s.data.corpus import CorpusError
+from keras_s2s.data.manifest import Utterance
+from keras_s2s.data.speech import usable_utterances
+from keras_s2s.data.speech_features import FeatureExtractor
+from keras_s2s.models import DeepSpeech2, Jasper, Wave2Letter
+
+VOCAB = CharVocabulary()
+TINY = {
+    "jasper": lambda **kw: Jasper(prologue_channels=16, channels=[16, 24], kernels=[5, 7], dropouts=[0.0, 0.0],
+                                  repeats=2, epilogue_channels=[24, 24], epilogue_kernel=5, **kw),
+    "wave2letter": lambda **kw: Wave2Letter(prologue_channels=16, channels=[16, 16, 24], kernels=[5, 5, 7],
+                                            dropouts=[0.0] * 3, epilogue_channels=[24, 24], epilogue_kernel=5, **kw),
+    "deepspeech2": lambda **kw: DeepSpeech2(conv_filters=4, num_rnn_layers=1, rnn_units=16, fc_units=16, dropout=0.0,
+                                            **kw),
+}
+
+
+def features_batch(frames=(40, 27), size=16, seed=0):
+    x = np.random.default_rng(seed).normal(size=(len(frames), max(frames), size)).astype("float32")
+    for row, n in enumerate(frames):
+        x[row, n:] = 0
+    return {"features": x, "feature_lengths": np.array(frames, "int32")}
+
+
+def test_vocabulary_reserves_the_blank_and_refuses_unknown_characters():
+    assert VOCAB.vocab_size == 29 and VOCAB.encode("Hi  there") == VOCAB.encode("hi there")
+    assert 0 not in VOCAB.encode("abc xyz'") and VOCAB.decode(VOCAB.encode("it's ok")) == "it's ok"
+    with pytest.raises(ValueError, match="outside the vocabulary: '3é'"):
+        VOCAB.encode("café 3")
+
+
+def test_ctc_greedy_and_beam_decoding_on_hand_made_logits():
+    model = TINY["jasper"](num_features=16, vocabulary=VOCAB)
+    model.build()
+    h, i, blank = VOCAB.encode("h")[0], VOCAB.encode("i")[0], 0
+    # frames: h h blank i i blank i -> "hii" (repeats collapse, a blank separates the two i's)
+    path = [h, h, blank, i, i, blank, i]
+    logits = np.full((1, len(path), 29), -10.0, "float32")
+    logits[0, np.arange(len(path)), path] = 10.0
+    lengths = tf.constant([len(path)])
+    decode = lambda strategy, width=1: keras.ops.ctc_decode(logits, lengths, strategy=strategy,  # noqa: E731
+                                                            beam_width=width, mask_index=0)[0][0].numpy()
+    greedy = decode("greedy")[0]
+    assert VOCAB.decode(greedy[greedy >= 0]) == "hii"
+    beam = decode("beam_search", 8)[0]
+    assert VOCAB.decode(beam[beam >= 0]) == "hii"
+    # where the best single path is wrong but the best labelling is right, beam search finds the labelling:
+    # P("a") = 0.6 * 0.6 (a a) + 0.6 * 0.4 (a -) + 0.4 * 0.6 (- a) = 0.84 > P("") = 0.16, the greedy path "- -"
+    # has 0.4 * 0.4 ... so make the blank the per-frame argmax:
+    a = VOCAB.encode("a")[0]
+    probs = np.full((1, 2, 29), 1e-6, "float32")
+    probs[0, :, blank], probs[0, :, a] = 0.55, 0.45
+    logits = np.log(probs)
+    greedy = keras.ops.ctc_decode(logits, tf.constant([2]), strategy="greedy", mask_index=0)[0][0].numpy()[0]
+    beam = keras.ops.ctc_decode(logits, tf.constant([2]), strategy="beam_search", beam_width=8,
+                                mask_index=0)[0][0].numpy()[0]
+    assert VOCAB.decode(greedy[greedy >= 0]) == "" and VOCAB.decode(beam[beam >= 0]) == "a"
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_each_model_reduces_time_by_its_stride_and_computes_a_float32_ctc_loss(name):
+    keras.utils.set_random_seed(0)
+    model = TINY[name](num_features=16)
+    inputs = features_batch()
+    logits = model(inputs)
+    assert logits.dtype == "float32" and logits.shape == (2, 20, 29) and model.time_reduction == 2
+    labels = np.array([VOCAB.encode("hello") + [0, 0, 0], VOCAB.encode("good bye")], "int32")
+    loss = model.compute_loss(inputs, labels, logits)
+    expected = keras.ops.ctc_loss(labels, logits, np.array([5, 8]), np.array([20, 14]), mask_index=0)
+    np.testing.assert_allclose(float(loss), float(np.mean(expected)), rtol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_mixed_bfloat16_keeps_float32_weights_and_logits(name):
+    keras.mixed_precision.set_global_policy("mixed_bfloat16")
+    model = TINY[name](num_features=16)
+    assert model(features_batch()).dtype == "float32"
+    assert all(w.dtype == "float32" for w in model.weights)
+
+
+def test_jasper_residual_modes_and_bad_arguments():
+    dense = TINY["jasper"](num_features=16)
+    assert [b.num_residuals for b in dense.blocks] == [1, 2]
+    block = Jasper(prologue_channels=8, channels=[8, 8], kernels=[3, 3], dropouts=[0, 0], residual="block",
+                   epilogue_channels=[8, 8], num_features=16)
+    assert [b.num_residuals for b in block.blocks] == [1, 1]
+    assert [b.num_residuals for b in TINY["wave2letter"](num_features=16).blocks] == [0, 0, 0]
+    with pytest.raises(ValueError, match="one entry per block"):
+        Jasper(channels=[8, 8], kernels=[3], dropouts=[0, 0])
+    with pytest.raises(ValueError, match="residual must be"):
+        Jasper(residual="skip")
+    with pytest.raises(ValueError, match="rnn_type must be"):
+        DeepSpeech2(rnn_type="rnn")
+    with pytest.raises(ValueError, match="does not match the extractor's"):
+        Jasper(num_features=10, extractor=FeatureExtractor(num_features=16))
+
+
+def test_save_load_round_trip_and_transcribe_from_arrays(tmp_path):
+    extractor = FeatureExtractor(num_features=16, num_mels=16)
+    model = TINY["wave2letter"](num_features=16, vocabulary=VOCAB, extractor=extractor)
+    model.build()
+    model.compile(optimizer="adam")
+    model.save(tmp_path / "m.keras")
+    restored = keras.saving.load_model(tmp_path / "m.keras")
+    audio = [np.random.default_rng(s).normal(size=8000).astype("float32") * 0.1 for s in range(3)]
+    assert restored.transcribe(audio) == model.transcribe(audio)
+    assert restored.extractor.get_config() == extractor.get_config()
+
+
+def test_augmentation_changes_inputs_randomly_and_keeps_shapes():
+    audio = tf.constant(np.sin(np.arange(16000) / 10).astype("float32"))
+    slow, fast = perturb_speed(audio, 0.9, 0.9), perturb_speed(audio, 1.1, 1.1)
+    assert abs(int(tf.size(slow)) - 16000 / 0.9) < 2 and abs(int(tf.size(fast)) - 16000 / 1.1) < 2
+    noisy = add_noise(audio, 20.0, 20.0)
+    snr = 10 * np.log10(np.mean(audio.numpy() ** 2) / np.mean((noisy - audio).numpy() ** 2))
+    assert abs(snr - 20.0) < 0.5
+    assert not np.allclose(add_noise(audio, 10, 30), add_noise(audio, 10, 30))
+    features = tf.ones([100, 40])
+    masked = spec_augment(features, freq_masks=2, freq_width=8, time_masks=2, time_width=10)
+    assert masked.shape == (100, 40)
+    zero_columns = int(tf.reduce_sum(tf.cast(tf.reduce_all(masked == 0, axis=0), tf.int32)))
+    zero_rows = int(tf.reduce_sum(tf.cast(tf.reduce_all(masked == 0, axis=1), tf.int32)))
+    assert zero_columns <= 16 and zero_rows <= 20
+    draws = {tuple(np.flatnonzero(spec_augment(features, 2, 8, 0, 0).numpy()[0] == 0)) for _ in range(10)}
+    assert len(draws) > 1, "masks are random"
+
+
+def test_unusable_utterances_are_skipped_counted_and_named(tmp_path, caplog):
+    rate = 16000
+    good = []
+    for i in range(3):
+        write_wav(tmp_path / f"ok{i}.wav", np.sin(np.arange(rate) / (5 + i)).astype("float32") * 0.3, rate)
+        good.append(Utterance(tmp_path / f"ok{i}.wav", "hello there", i + 2))
+    (tmp_path / "bad.wav").write_text("not audio")
+    write_wav(tmp_path / "long.wav", np.ones(rate * 3, "float32") * 0.1, rate)
+    bad = [Utterance(tmp_path / "bad.wav", "hello", 10), Utterance(tmp_path / "ok0.wav", "naïve 42", 11),
+           Utterance(tmp_path / "long.wav", "too long", 12), Utterance(tmp_path / "ok1.wav", "  ", 13)]
+    with caplog.at_level(logging.WARNING, logger="keras_s2s"):
+        kept = usable_utterances(good + bad, VOCAB, max_duration=2.0)
+    assert [u for u, _ in kept] == good
+    text = caplog.text
+    assert "skipped 1 utterance(s) for unreadable audio" in text and "bad.wav (line 10)" in text
+    assert "characters outside the vocabulary ('24ï')" in text
+    assert "duration outside [0.1, 2.0] s" in text and "empty transcript" in text
+    with pytest.raises(CorpusError, match="none of 4 utterances is usable"):
+        usable_utterances(bad, VOCAB, max_duration=2.0)
+
+
+def test_a_tiny_jasper_learns_to_transcribe_what_it_hears(tmp_path):
+    """Convergence: a small Jasper overfits four synthesized sentences within a few hundred steps."""
+    from keras_s2s.data.audio import resample
+    from keras_s2s.data.espeak import synthesize
+
+    extractor = FeatureExtractor(num_features=32, num_mels=32, dither=0.0)
+    texts = ["the red dog runs", "my old cat sleeps", "two birds sing", "a big car stops"]
+    audio = [resample(*synthesize(t, voice="en-us"), 16000) for t in texts]
+    feats = [extractor(tf.constant(a)).numpy() for a in audio]
+    lengths = np.array([len(f) for f in feats], "int32")
+    x = np.zeros((4, lengths.max(), 32), "float32")
+    for row, f in enumerate(feats):
+        x[row, :len(f)] = f
+    labels = [VOCAB.encode(t) for t in texts]
+    y = np.zeros((4, max(map(len, labels))), "int32")
+    for row, ids in enumerate(labels):
+        y[row, :len(ids)] = ids
+    keras.utils.set_random_seed(0)
+    model = Jasper(num_features=32, prologue_channels=64, channels=[64, 64], kernels=[11, 11], dropouts=[0, 0],
+                   repeats=2, epilogue_channels=[96, 96], epilogue_kernel=11, vocabulary=VOCAB, extractor=extractor)
+    model.compile(optimizer=keras.optimizers.Adam(3e-3))
+    inputs = {"features": x, "feature_lengths": lengths}
+    dataset = tf.data.Dataset.from_tensors((inputs, y)).repeat()
+    history = model.fit(dataset, steps_per_epoch=50, epochs=6, verbose=0)
+    assert history.history["loss"][-1] < history.history["loss"][0] / 10
+    assert model.decode(x, lengths) == texts
