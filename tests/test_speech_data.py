@@ -100,3 +100,21 @@ def test_demo_speech_is_synthesized_once_deterministic_and_held_out(tmp_path):
     # eSpeak NG carries a little state between sentences: lengths may differ by a few milliseconds
     assert abs(len(read_audio(repeated[0].path)) - len(audio)) < 160
     assert not list(tmp_path.glob(".tmp-*")), "no half-written corpus is left behind"
+
+
+def test_speech_pipeline_batches_features_lengths_and_labels(tmp_path, monkeypatch):
+    from keras_s2s.data.speech import load_speech_data
+
+    monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path))
+    data = load_speech_data("demo-speech", num_train=24, num_valid=4, num_test=4, batch_size=8,
+                            features={"kind": "logmel", "num_features": 40},
+                            augment={"speed": [0.9, 1.1], "freq_masks": 1, "freq_mask_width": 5})
+    assert len(data.train_utterances) == 24 and len(data.test_utterances) == 4
+    inputs, labels = next(iter(data.train))
+    features, lengths = inputs["features"].numpy(), inputs["feature_lengths"].numpy()
+    assert features.shape[0] <= 8 and features.shape[2] == 40 and features.shape[1] % 8 == 0
+    assert lengths.max() <= features.shape[1] and (features[np.argmin(lengths), lengths.min():] == 0).all()
+    texts = [data.vocabulary.decode(row) for row in labels.numpy()]
+    assert set(texts) <= {u.transcript for u in data.train_utterances}
+    with pytest.raises(ValueError, match="unknown augmentation setting"):
+        load_speech_data("demo-speech", num_train=24, num_valid=4, num_test=4, augment={"pitch": 2})

@@ -21,19 +21,25 @@ class AudioError(ValueError):
     """An audio file is missing, unreadable, empty or silent."""
 
 
-def _soundfile():
+def require_audio_extra(module: str):
+    """Import `module` of the `audio` extra, or say how to install it."""
+    import importlib
+
     try:
-        import soundfile
+        return importlib.import_module(module)
     except ImportError:
-        raise AudioError('reading audio needs the audio extra: pip install "keras-s2s[audio]"') from None
-    return soundfile
+        raise AudioError(f'speech needs {module}, from the audio extra: pip install "keras-s2s[audio]"') from None
+
+
+def _soundfile():
+    return require_audio_extra("soundfile")
 
 
 def resample(samples: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
     """Resample float32 samples from `rate` to `target_rate` (librosa's soxr_hq)."""
     if rate == target_rate:
         return samples.astype(np.float32, copy=False)
-    import librosa
+    librosa = require_audio_extra("librosa")
 
     return librosa.resample(samples.astype(np.float32), orig_sr=rate, target_sr=target_rate).astype(np.float32)
 

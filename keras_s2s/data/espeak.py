@@ -20,7 +20,7 @@ RATE, VOLUME, PITCH = 1, 2, 3
 _CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
 
 
-class SpeechSynthesisError(RuntimeError):
+class SpeechSynthesisError(ValueError):
     """eSpeak NG is missing or refused a voice or a text."""
 
 

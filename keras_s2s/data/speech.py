@@ -94,7 +94,9 @@ def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, nu
 def usable_utterances(utterances: list[Utterance], vocabulary: CharVocabulary, min_duration: float = 0.1,
                       max_duration: float = 20.0, name: str = "train") -> list[tuple[Utterance, float]]:
     """(utterance, seconds) of those that can be trained on; the rest are counted and logged by reason."""
-    import soundfile
+    from keras_s2s.data.audio import require_audio_extra
+
+    soundfile = require_audio_extra("soundfile")
 
     kept, skipped = [], {}
     for utterance in utterances:

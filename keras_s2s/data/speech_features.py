@@ -62,7 +62,9 @@ class FeatureExtractor:
         self._mel = None if kind == "spectrogram" else self._mel_matrix(bands)
 
     def _mel_matrix(self, bands: int) -> np.ndarray:
-        import librosa
+        from keras_s2s.data.audio import require_audio_extra
+
+        librosa = require_audio_extra("librosa")
 
         return librosa.filters.mel(sr=self.sample_rate, n_fft=self.n_fft, n_mels=bands, fmin=self.fmin,
                                    fmax=self.fmax or self.sample_rate / 2).T.astype(np.float32)  # [bins, bands]

@@ -16,7 +16,9 @@ from keras_s2s.training.files import write_results
 
 def error_rates(hypotheses: list[str], references: list[str]) -> dict:
     """WER and CER in percent (jiwer), over the whole set."""
-    import jiwer
+    from keras_s2s.data.audio import require_audio_extra
+
+    jiwer = require_audio_extra("jiwer")
 
     hypotheses = [h if h.strip() else "<empty>" for h in hypotheses]  # jiwer refuses empty hypotheses
     return {"wer": round(100 * jiwer.wer(references, hypotheses), 2),
