@@ -118,3 +118,23 @@ def test_speech_pipeline_batches_features_lengths_and_labels(tmp_path, monkeypat
     assert set(texts) <= {u.transcript for u in data.train_utterances}
     with pytest.raises(ValueError, match="unknown augmentation setting"):
         load_speech_data("demo-speech", num_train=24, num_valid=4, num_test=4, augment={"pitch": 2})
+
+
+def test_librispeech_layout(tmp_path):
+    import soundfile
+
+    from keras_s2s.data.speech import read_speech_splits
+
+    chapter = tmp_path / "train-clean" / "19" / "198"
+    chapter.mkdir(parents=True)
+    lines = []
+    for i in range(20):
+        soundfile.write(str(chapter / f"19-198-{i:04d}.flac"), tone(0.3, seed=i), 16000, format="FLAC")
+        lines.append(f"19-198-{i:04d} HELLO NUMBER {i}")
+    (chapter / "19-198.trans.txt").write_text("\n".join(lines) + "\n")
+    train, valid, test = read_speech_splits(str(tmp_path), num_valid=2, num_test=2)
+    assert (len(train), len(valid), len(test)) == (16, 2, 2)
+    assert all(u.path.suffix == ".flac" and u.transcript.startswith("HELLO NUMBER") for u in train + test)
+    (chapter / "19-198-0003.flac").unlink()
+    with pytest.raises(CorpusError, match=r"1 audio file\(s\) not found .*19-198.trans.txt, line 4: 19-198-0003"):
+        read_speech_splits(str(tmp_path))

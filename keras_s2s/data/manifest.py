@@ -4,7 +4,8 @@ The header names the columns. The audio column is one of `wav_filename`
 (OpenSeq2Seq, DeepSpeech), `audio_filepath` (NeMo), `path`, `audio`,
 `file`; the transcript column one of `transcript`, `text`, `sentence`.
 Other columns (`wav_filesize`, `duration`, ...) are ignored. Relative
-paths are relative to the manifest's folder.
+paths are relative to the manifest's folder. `read_librispeech` reads the
+LibriSpeech distribution's own layout (`*.trans.txt` beside `.flac` files).
 
 Example:
     >>> entries = read_manifest("data/train.csv")
@@ -67,6 +68,29 @@ def read_manifest(path: str | Path, check_files: bool = True) -> list[Utterance]
         raise CorpusError(f"{path}: {len(missing)} audio file(s) not found ({shown})")
     if not utterances:
         raise CorpusError(f"{path}: the manifest lists no utterances")
+    return utterances
+
+
+def read_librispeech(directory: str | Path) -> list[Utterance]:
+    """Utterances of a LibriSpeech-layout folder: `SPEAKER/CHAPTER/SPEAKER-CHAPTER.trans.txt` files with
+    `UTTERANCE-ID TEXT` lines, next to `UTTERANCE-ID.flac` (or `.wav`) files."""
+    directory = Path(directory)
+    utterances, missing = [], []
+    for transcripts in sorted(directory.rglob("*.trans.txt")):
+        for number, line in enumerate(read_lines(transcripts), start=1):
+            if not line.strip():
+                continue
+            key, _, text = line.partition(" ")
+            audio = next((transcripts.parent / f"{key}{ext}" for ext in (".flac", ".wav")
+                          if (transcripts.parent / f"{key}{ext}").is_file()), None)
+            if audio is None:
+                missing.append(f"{transcripts}, line {number}: {key}.flac")
+                continue
+            utterances.append(Utterance(audio, text.strip(), number))
+    if missing:
+        raise CorpusError(f"{directory}: {len(missing)} audio file(s) not found ({'; '.join(missing[:3])})")
+    if not utterances:
+        raise CorpusError(f"{directory}: no *.trans.txt transcripts found (LibriSpeech layout)")
     return utterances
 
 

@@ -1,8 +1,9 @@
 """From a speech source to feature/label datasets for CTC training.
 
 Sources: `demo-speech` (synthesized, see `speech_demo.py`), a manifest
-(CSV/TSV; valid/test cut off, seeded), or a directory holding `train.csv`,
-`valid.csv` (or `dev.csv`) and `test.csv` (or `.tsv`).
+(CSV/TSV; valid/test cut off, seeded), a directory holding `train.csv`,
+`valid.csv` (or `dev.csv`) and `test.csv` (or `.tsv`), or a folder in the
+LibriSpeech layout (`*.trans.txt` + `.flac`; valid/test cut off).
 
 Before training, every utterance is checked: audio that is missing,
 unreadable or empty, transcripts with characters outside the vocabulary and
@@ -31,7 +32,7 @@ from keras_s2s.data.audio import read_audio
 from keras_s2s.data.augment import AUGMENT_KEYS, augment_audio, augment_features
 from keras_s2s.data.characters import CharVocabulary, normalize_transcript
 from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import Utterance, read_manifest
+from keras_s2s.data.manifest import Utterance, read_librispeech, read_manifest
 from keras_s2s.data.speech_features import FeatureExtractor
 
 log = logging.getLogger("keras_s2s")
@@ -71,8 +72,10 @@ def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, nu
     path = Path(source)
     if path.is_dir():
         train_file = _manifest_in(path, ("train",))
+        if train_file is None and next(path.rglob("*.trans.txt"), None) is not None:
+            return _cut_held_out(read_librispeech(path), [], [], num_train, num_valid, num_test, seed)
         if train_file is None:
-            raise CorpusError(f"{path}: no train.csv or train.tsv manifest")
+            raise CorpusError(f"{path}: no train.csv or train.tsv manifest, and no LibriSpeech *.trans.txt files")
         splits = [read_manifest(train_file)]
         for names in (("valid", "dev"), ("test",)):
             found = _manifest_in(path, names)
@@ -80,6 +83,11 @@ def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, nu
         train, valid, test = splits
     else:
         train, valid, test = read_manifest(path), [], []
+    return _cut_held_out(train, valid, test, num_train, num_valid, num_test, seed)
+
+
+def _cut_held_out(train, valid, test, num_train, num_valid, num_test, seed):
+    """Cut missing valid/test splits (at most 10% each) from the shuffled training utterances; cap them."""
     if not valid or not test:  # cut what is missing from the shuffled training utterances
         train = list(train)
         random.Random(seed).shuffle(train)
