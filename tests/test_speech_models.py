@@ -184,3 +184,14 @@ def test_a_tiny_jasper_learns_to_transcribe_what_it_hears(tmp_path):
     history = model.fit(dataset, steps_per_epoch=50, epochs=6, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0] / 10
     assert model.decode(x, lengths) == texts
+
+
+@pytest.mark.parametrize("card", ["jasper_demo", "wave2letter_demo", "deepspeech2_demo"])
+def test_demo_cards_build_with_the_cards_features_and_alphabet(card):
+    from keras_s2s import zoo
+
+    model = zoo.load(card, precision="float32")
+    assert model.vocab_size == 29 and model.num_features == model.extractor.feature_size == 64
+    assert isinstance(model.transcribe([np.zeros(4000, "float32") + 0.01])[0], str)
+    with pytest.raises(Exception, match="'data.features' must be mapping"):
+        zoo.get_card(card, features="logmel")
