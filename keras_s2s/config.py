@@ -78,6 +78,7 @@ SCHEMA: dict[str, Any] = {
         # speech recognition
         "features": dict,  # FeatureExtractor arguments
         "characters": str,
+        "vocabulary": Choice("characters", "subword"),
         "min_duration": float,
         "max_duration": float,
         "augment": dict,  # see keras_s2s/data/augment.py

@@ -138,3 +138,29 @@ def test_librispeech_layout(tmp_path):
     (chapter / "19-198-0003.flac").unlink()
     with pytest.raises(CorpusError, match=r"1 audio file\(s\) not found .*19-198.trans.txt, line 4: 19-198-0003"):
         read_speech_splits(str(tmp_path))
+
+
+def test_subword_vocabulary_for_ctc(tmp_path, monkeypatch):
+    import keras
+
+    from keras_s2s import zoo
+    from keras_s2s.config import CardError
+    from keras_s2s.data.characters import SubwordVocabulary
+    from keras_s2s.data.speech import load_speech_data
+
+    monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path))
+    data = load_speech_data("demo-speech", num_train=60, num_valid=4, num_test=4, batch_size=8,
+                            vocabulary="subword", vocab_size=80)
+    vocab = data.vocabulary
+    assert isinstance(vocab, SubwordVocabulary) and vocab.vocab_size <= 80
+    text = data.train_utterances[0].transcript
+    assert 0 not in vocab.encode(text) and vocab.decode(vocab.encode(text)) == text
+    assert SubwordVocabulary.from_config(vocab.get_config()).encode(text) == vocab.encode(text)
+    model = zoo.load("wave2letter_demo", vocabulary=vocab, extractor=data.extractor, precision="float32",
+                     channels=[16], kernels=[5], dropouts=[0.0], prologue_channels=16, epilogue_channels=[16, 16])
+    assert model.vocab_size == vocab.vocab_size
+    model.fit(data.train, steps_per_epoch=1, epochs=1, verbose=0)
+    model.save(tmp_path / "m.keras")
+    assert isinstance(keras.saving.load_model(tmp_path / "m.keras").vocabulary, SubwordVocabulary)
+    with pytest.raises(CardError, match="subword vocabulary is learned from the training transcripts"):
+        zoo.load("wave2letter_demo", **{"data.vocabulary": "subword"})

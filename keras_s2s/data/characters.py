@@ -60,3 +60,45 @@ class CharVocabulary:
     @classmethod
     def from_config(cls, config: dict):
         return cls(**config)
+
+
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class SubwordVocabulary:
+    """SentencePiece pieces as CTC outputs (`data.vocabulary: subword`); id 0 (padding) is the blank.
+
+    Same interface as `CharVocabulary`. Example:
+        >>> vocab = SubwordVocabulary.train(transcripts, vocab_size=256)
+        >>> vocab.decode(vocab.encode("the red dog"))
+        'the red dog'
+    """
+
+    def __init__(self, tokenizer):
+        from keras_s2s.data.tokenizer import SubwordTokenizer
+
+        self.tokenizer = SubwordTokenizer.from_config(tokenizer) if isinstance(tokenizer, dict) else tokenizer
+
+    @classmethod
+    def train(cls, transcripts: list[str], vocab_size: int = 256):
+        from keras_s2s.data.tokenizer import SubwordTokenizer
+
+        return cls(SubwordTokenizer.train([normalize_transcript(t) for t in transcripts], vocab_size=vocab_size))
+
+    @property
+    def vocab_size(self) -> int:
+        return self.tokenizer.vocab_size
+
+    def unknown(self, text: str) -> set[str]:
+        return set()  # every character maps to a piece or to <unk>
+
+    def encode(self, text: str) -> list[int]:
+        return self.tokenizer.tokenize([normalize_transcript(text)])[0]
+
+    def decode(self, ids) -> str:
+        return self.tokenizer.detokenize([[int(i) for i in ids]])[0].strip()
+
+    def get_config(self) -> dict:
+        return {"tokenizer": self.tokenizer.get_config()}
+
+    @classmethod
+    def from_config(cls, config: dict):
+        return cls(**config)

@@ -30,14 +30,15 @@ import tensorflow as tf
 
 from keras_s2s.data.audio import read_audio
 from keras_s2s.data.augment import AUGMENT_KEYS, augment_audio, augment_features
-from keras_s2s.data.characters import CharVocabulary, normalize_transcript
+from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance, read_librispeech, read_manifest
 from keras_s2s.data.speech_features import FeatureExtractor
 
 log = logging.getLogger("keras_s2s")
-SPEECH_DATA_KEYS = ("source", "features", "characters", "batch_size", "num_train", "num_valid", "num_test", "seed",
-                    "min_duration", "max_duration", "augment")  # the card's data keys that load_speech_data takes
+SPEECH_DATA_KEYS = ("source", "features", "characters", "vocabulary", "vocab_size", "batch_size", "num_train",
+                    "num_valid", "num_test", "seed", "min_duration", "max_duration",
+                    "augment")  # the card's data keys that load_speech_data takes
 
 
 @dataclasses.dataclass
@@ -187,7 +188,7 @@ def make_speech_dataset(utterances: list[tuple[Utterance, float]], extractor: Fe
 
 
 def load_speech_data(source: str = "demo-speech", features: dict | None = None, characters: str | None = None,
-                     batch_size: int = 32, num_train: int = 0, num_valid: int = 200, num_test: int = 300,
+                     vocabulary: str = "characters", vocab_size: int = 256, batch_size: int = 32, num_train: int = 0, num_valid: int = 200, num_test: int = 300,
                      seed: int = 0, min_duration: float = 0.1, max_duration: float = 20.0,
                      augment: dict | None = None, pad_to_multiple: int = 8, repeat: bool = False,
                      drop_remainder: bool = False) -> SpeechData:
@@ -197,14 +198,21 @@ def load_speech_data(source: str = "demo-speech", features: dict | None = None, 
         source: str. `demo-speech`, a manifest (CSV/TSV), or a directory of split manifests.
         features: dict | None. `FeatureExtractor` arguments (kind, num_features, window_ms, ...).
         characters: str | None. The alphabet (default: space, apostrophe, a-z).
+        vocabulary: str. `characters` (default) or `subword`: SentencePiece
+            pieces learned from the training transcripts (`vocab_size` of them).
         batch_size: int. Utterances per batch (global).
         num_train: int. Cap on training utterances (0 = all; demo-speech: how many to synthesize, default 6000).
         min_duration, max_duration: float. Seconds; others are skipped and counted.
         augment: dict | None. Training augmentation (see `augment.py`).
     """
+    if vocabulary not in ("characters", "subword"):
+        raise ValueError(f"vocabulary must be 'characters' or 'subword', got {vocabulary!r}")
     extractor = FeatureExtractor(**(features or {}))
-    vocabulary = CharVocabulary(characters) if characters else CharVocabulary()
     train, valid, test = read_speech_splits(source, num_train, num_valid, num_test, seed)
+    if vocabulary == "subword":
+        vocabulary = SubwordVocabulary.train([u.transcript for u in train], vocab_size)
+    else:
+        vocabulary = CharVocabulary(characters) if characters else CharVocabulary()
     train_ok = usable_utterances(train, vocabulary, min_duration, max_duration, "train")
     valid_ok = usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
     common = dict(extractor=extractor, vocabulary=vocabulary, batch_size=batch_size, pad_to_multiple=pad_to_multiple)

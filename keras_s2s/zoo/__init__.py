@@ -97,6 +97,9 @@ def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, 
     scope = get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext()
     kwargs = dict(card.model)
     if is_speech(card):
+        if vocabulary is None and card.data.get("vocabulary") == "subword":
+            raise CardError(f"{card.path}: a subword vocabulary is learned from the training transcripts; pass "
+                            "vocabulary= (e.g. load_speech_data(...).vocabulary)")
         default_extractor, default_vocabulary = speech_assets(card)
         kwargs["extractor"] = extractor = extractor or default_extractor
         kwargs["vocabulary"] = vocabulary = vocabulary or default_vocabulary
