@@ -59,6 +59,7 @@ SCHEMA: dict[str, Any] = {
     "name": str,
     "description": str,
     "architecture": str,
+    "presets": dict,  # name -> {url, sha256, size, description}: pretrained weights for zoo.load(weights=name)
     "model": dict,  # checked against the architecture's constructor
     "data": {
         "source": str,
@@ -138,6 +139,7 @@ class Card:
     data: dict
     training: dict
     description: str = ""
+    presets: dict = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """The card as plain data, ready for `yaml.safe_dump`."""
@@ -148,6 +150,7 @@ class Card:
             "model": dict(self.model),
             "data": dict(self.data),
             "training": copy.deepcopy(self.training),
+            **({"presets": copy.deepcopy(self.presets)} if self.presets else {}),
         }
 
 
@@ -262,6 +265,11 @@ def validate(raw: Any, source: str, lines: dict | None = None) -> Card:
         )
     model_schema = architecture_arguments(ARCHITECTURES[arch])
     _check_mapping(raw["model"], model_schema, ("model",), source, lines)
+    for preset, entry in (raw.get("presets") or {}).items():
+        missing = [key for key in ("url", "sha256") if not isinstance(entry, dict) or key not in entry]
+        if missing:
+            raise CardError(f"{_where(source, lines, ('presets', preset))}: preset '{preset}' needs "
+                            f"{' and '.join(missing)}")
     name = raw.get("name") or Path(source).stem
     return Card(
         name=name,
@@ -271,6 +279,7 @@ def validate(raw: Any, source: str, lines: dict | None = None) -> Card:
         data=dict(raw["data"]),
         training=copy.deepcopy(raw["training"]),
         description=raw.get("description", ""),
+        presets=copy.deepcopy(raw.get("presets") or {}),
     )
 
 

@@ -137,12 +137,34 @@ def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None
         strategy: str | tf.distribute.Strategy | None. Build inside this
             strategy's scope. None: the current scope if inside one, else
             the card's `strategy`.
-        weights: str | None. A `.weights.h5` file to load after building.
+        weights: str | None. A `.weights.h5` file to load after building, or
+            a preset: a name registered in the card's `presets`, a preset
+            directory, or a `file://` / `https://` URL of a preset archive
+            (downloaded once, sha256-verified when the card registers it).
+            A preset brings its own architecture and tokenizer; the card
+            supplies the training settings.
         **overrides: card settings, e.g. `units=256`, `precision="float32"`,
             `learning_rate=1e-3`, or dotted paths `training.loss_scale.initial_scale`.
     """
     card = get_card(name, **overrides)
+    if weights and not str(weights).endswith(".weights.h5"):
+        return _load_preset(card, str(weights), strategy)
     model = build_from_card(card, tokenizer=tokenizer, strategy=strategy, vocabulary=vocabulary, extractor=extractor)
     if weights:
         model.load_weights(weights)
+    return model
+
+
+def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
+    from keras_s2s.presets import fetch_preset, load_preset_directory
+
+    entry = card.presets.get(weights)
+    directory = fetch_preset(entry["url"], entry["sha256"]) if entry else fetch_preset(weights)
+    policy = set_precision(card.training.get("precision", "auto"))
+    if strategy is None and not tf.distribute.has_strategy():
+        strategy = card.training.get("strategy", "auto")
+    with get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext():
+        model = load_preset_directory(directory)
+        compile_model(model, card, policy)
+    log.info("loaded preset %s for %s", weights, card.name)
     return model

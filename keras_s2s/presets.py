@@ -1,0 +1,265 @@
+"""Presets: a trained model as a directory, and safe, verified downloads of them.
+
+A preset directory holds::
+
+    config.json          the model's Keras config (tokenizer / vocabulary / feature extractor inside)
+    model.weights.h5     the weights
+    metadata.json        the model card: data, training steps, metrics, precision, keras_s2s version
+
+`load_preset(source)` takes a preset directory, a `file://` or `https://`
+URL of a preset archive (.tar.gz, .tgz, .tar or .zip), with an expected
+sha256. Downloads land in `KERAS_S2S_HOME/presets/` (verified before use; a
+mismatch removes the file and is an error), resume after an interruption
+(HTTP Range), retry transient failures, and never touch the network when
+`KERAS_S2S_OFFLINE=1`. Archive extraction refuses absolute paths, `..`,
+links, device files and members larger than the limit.
+
+Example:
+    >>> save_to_preset(model, "presets/gnmt_demo", metadata={"bleu": 87.2})
+    >>> model = load_preset("https://example.org/gnmt_demo.tar.gz", sha256="9f2c...")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import logging
+import os
+import shutil
+import sys
+import tarfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+import zipfile
+from pathlib import Path
+
+import keras
+
+from keras_s2s.home import home
+
+log = logging.getLogger("keras_s2s")
+CONFIG, WEIGHTS, METADATA = "config.json", "model.weights.h5", "metadata.json"
+MAX_MEMBER_BYTES = 4 * 2**30  # no preset file is larger than 4 GiB
+
+
+class PresetError(ValueError):
+    """A preset is missing, corrupt, tampered with, or unsafe to unpack."""
+
+
+# --- saving and loading a preset directory --------------------------------------------------------
+
+def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | None = None) -> Path:
+    """Write `model` as a preset directory (atomically: a temporary directory renamed at the end)."""
+    from keras_s2s import __version__
+
+    directory = Path(directory)
+    if directory.exists():
+        raise PresetError(f"{directory} already exists; choose another directory")
+    tmp = directory.with_name(f".tmp-{directory.name}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        (tmp / CONFIG).write_text(json.dumps(keras.saving.serialize_keras_object(model), indent=1))
+        model.save_weights(tmp / WEIGHTS)
+        card = {"architecture": type(model).__name__, "parameters": model.count_params(),
+                "keras_s2s_version": __version__, "keras_version": keras.__version__,
+                "dtype_policy": keras.mixed_precision.global_policy().name}
+        card.update(metadata or {})
+        (tmp / METADATA).write_text(json.dumps(card, indent=2))
+        os.replace(tmp, directory)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return directory
+
+
+def load_preset_directory(directory: str | Path) -> keras.Model:
+    """The model saved in a preset directory (built, weights loaded, not compiled)."""
+    directory = Path(directory)
+    for name in (CONFIG, WEIGHTS):
+        if not (directory / name).is_file():
+            raise PresetError(f"{directory}: not a preset (no {name})")
+    try:
+        config = json.loads((directory / CONFIG).read_text())
+    except json.JSONDecodeError as exc:
+        raise PresetError(f"{directory / CONFIG}: not valid JSON ({exc})") from None
+    model = keras.saving.deserialize_keras_object(config)
+    model.build()
+    try:
+        model.load_weights(directory / WEIGHTS)
+    except Exception as exc:  # h5py/Keras report corrupt or mismatched weights in several types
+        raise PresetError(f"{directory / WEIGHTS}: weights do not load ({str(exc)[:200]})") from None
+    return model
+
+
+def read_metadata(directory: str | Path) -> dict:
+    path = Path(directory) / METADATA
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+# --- downloads ------------------------------------------------------------------------------------
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def offline() -> bool:
+    return os.environ.get("KERAS_S2S_OFFLINE", "").lower() in ("1", "true", "yes")
+
+
+def _progress(done: int, total: int | None, start: float) -> None:
+    if not sys.stderr.isatty():
+        return
+    rate = done / max(time.time() - start, 1e-9) / 2**20
+    of = f"/{total / 2**20:.1f}" if total else ""
+    print(f"\rdownloading {done / 2**20:.1f}{of} MiB ({rate:.1f} MiB/s)", end="", file=sys.stderr, flush=True)
+
+
+def _fetch(url: str, partial: Path, timeout: float) -> None:
+    """Append the rest of `url` to `partial` (HTTP Range when part of it is there already)."""
+    done = partial.stat().st_size if partial.exists() else 0
+    request = urllib.request.Request(url, headers={"Range": f"bytes={done}-"} if done else {})
+    with urllib.request.urlopen(request, timeout=timeout) as response:
+        if done and response.status != 206:  # the server ignored the range: start over
+            done = 0
+        total = response.headers.get("Content-Length")
+        total = int(total) + done if total else None
+        start = time.time()
+        with open(partial, "ab" if done else "wb") as out:
+            for block in iter(lambda: response.read(1 << 16), b""):
+                out.write(block)
+                done += len(block)
+                _progress(done, total, start)
+    if sys.stderr.isatty():
+        print(file=sys.stderr)
+    if total is not None and done < total:  # the connection dropped: what arrived is kept for a resume
+        raise ConnectionError(f"connection closed after {done} of {total} bytes")
+
+
+def download(url: str, sha256: str | None = None, cache_dir: Path | None = None, retries: int = 3,
+             timeout: float = 60.0) -> Path:
+    """The verified local copy of `url` (downloaded once into the cache)."""
+    parsed = urllib.parse.urlparse(url)
+    if parsed.scheme == "file":
+        path = Path(urllib.request.url2pathname(parsed.path))
+        if not path.exists():
+            raise PresetError(f"{url}: file not found")
+        if sha256 and path.is_file() and sha256_of(path) != sha256:
+            raise PresetError(f"{url}: sha256 mismatch (expected {sha256}, got {sha256_of(path)})")
+        return path
+    if parsed.scheme not in ("http", "https"):
+        raise PresetError(f"{url}: unsupported URL scheme {parsed.scheme!r} (use https://, http:// or file://)")
+    cache_dir = cache_dir or home() / "presets" / "downloads"
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    name = (sha256[:16] + "-" if sha256 else "") + (Path(parsed.path).name or "download")
+    target = cache_dir / name
+    if target.is_file() and (not sha256 or sha256_of(target) == sha256):
+        return target
+    if offline():
+        raise PresetError(f"{url}: not in the cache ({target}) and KERAS_S2S_OFFLINE is set")
+    partial = target.with_name(target.name + ".partial")
+    for attempt in range(1, retries + 1):
+        try:
+            _fetch(url, partial, timeout)
+            break
+        except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException) as exc:
+            if isinstance(exc, urllib.error.HTTPError) and exc.code in (403, 404, 410):
+                raise PresetError(f"{url}: HTTP {exc.code} {exc.reason}") from None
+            if attempt == retries:
+                raise PresetError(f"{url}: download failed after {retries} attempts ({exc}); run again to "
+                                  "resume") from None
+            log.warning("%s: attempt %d failed (%s); retrying", url, attempt, exc)
+            time.sleep(min(2 ** attempt, 10))
+    if sha256:
+        actual = sha256_of(partial)
+        if actual != sha256:
+            partial.unlink()
+            raise PresetError(f"{url}: sha256 mismatch (expected {sha256}, got {actual}); the download was "
+                              "removed")
+    os.replace(partial, target)
+    return target
+
+
+# --- safe extraction ------------------------------------------------------------------------------
+
+def _check_member(name: str, size: int, archive: Path) -> None:
+    parts = Path(name).parts
+    if Path(name).is_absolute() or name.startswith(("/", "\\")) or ".." in parts:
+        raise PresetError(f"{archive}: refusing member {name!r}: its path leaves the extraction folder")
+    if size > MAX_MEMBER_BYTES:
+        raise PresetError(f"{archive}: refusing member {name!r}: {size} bytes is over the {MAX_MEMBER_BYTES} limit")
+
+
+def extract(archive: Path, destination: Path) -> Path:
+    """Unpack a .tar(.gz) or .zip archive into `destination` (atomically), refusing unsafe members."""
+    tmp = destination.with_name(f".tmp-{destination.name}-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zf:
+                for info in zf.infolist():
+                    _check_member(info.filename, info.file_size, archive)
+                    if (info.external_attr >> 16) & 0o170000 == 0o120000:
+                        raise PresetError(f"{archive}: refusing member {info.filename!r}: links are not allowed")
+                zf.extractall(tmp)
+        else:
+            try:
+                tf_archive = tarfile.open(archive)
+            except tarfile.TarError as exc:
+                raise PresetError(f"{archive}: not a readable .tar.gz, .tar or .zip archive ({exc})") from None
+            with tf_archive:
+                members = []
+                for member in tf_archive:  # header by header: a bad member is refused before the rest is read
+                    _check_member(member.name, member.size, archive)
+                    members.append(member)
+                    if not (member.isfile() or member.isdir()):
+                        raise PresetError(f"{archive}: refusing member {member.name!r}: only plain files and "
+                                          "folders are allowed (no links or devices)")
+                tf_archive.extractall(tmp, members=members, filter="data")
+        if destination.exists():
+            shutil.rmtree(destination)
+        os.replace(tmp, destination)
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
+        raise PresetError(f"{archive}: the archive is damaged or truncated ({exc})") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return destination
+
+
+def _preset_root(folder: Path) -> Path:
+    """The preset inside an unpacked archive: the folder itself or its single subfolder."""
+    if (folder / CONFIG).is_file():
+        return folder
+    children = [p for p in folder.iterdir() if p.is_dir()]
+    if len(children) == 1 and (children[0] / CONFIG).is_file():
+        return children[0]
+    raise PresetError(f"{folder}: the archive holds no preset ({CONFIG} + {WEIGHTS})")
+
+
+def fetch_preset(source: str, sha256: str | None = None) -> Path:
+    """A local preset directory for `source`: a directory, or an archive URL (downloaded, verified, unpacked)."""
+    if "://" not in source:
+        path = Path(source)
+        if not path.exists():
+            raise PresetError(f"{source}: no such preset directory or archive")
+        if path.is_dir():
+            return path
+        source = path.resolve().as_uri()
+    archive = download(source, sha256)
+    unpacked = home() / "presets" / "unpacked" / ((sha256 or sha256_of(archive))[:16])
+    if not (unpacked / ".complete").exists():
+        extract(archive, unpacked)
+        (unpacked / ".complete").touch()
+    return _preset_root(unpacked)
+
+
+def load_preset(source: str, sha256: str | None = None) -> keras.Model:
+    """The model of a preset directory or archive URL (see `fetch_preset`)."""
+    return load_preset_directory(fetch_preset(source, sha256))

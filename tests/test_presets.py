@@ -1,0 +1,200 @@
+"""Presets: save/load, verified downloads from a server on 127.0.0.1, resume, and unsafe archives."""
+
+import hashlib
+import http.server
+import io
+import os
+import tarfile
+import threading
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from keras_s2s import zoo
+from keras_s2s.presets import PresetError, download, extract, fetch_preset, load_preset, read_metadata, save_to_preset
+
+
+
+class RangeHandler(http.server.SimpleHTTPRequestHandler):
+    """Static files with HTTP Range support; counts requests; can cut a response short."""
+
+    requests = []
+    cut_after = None  # bytes sent before dropping the connection (once)
+
+    def log_message(self, *args):
+        pass
+
+    def do_GET(self):
+        RangeHandler.requests.append((self.path, self.headers.get("Range")))
+        path = Path(self.translate_path(self.path))
+        if not path.is_file():
+            self.send_error(404)
+            return
+        data = path.read_bytes()
+        start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
+        self.send_response(206 if start else 200)
+        self.send_header("Content-Length", str(len(data) - start))
+        self.end_headers()
+        body = data[start:]
+        if RangeHandler.cut_after is not None:
+            body, RangeHandler.cut_after = body[:RangeHandler.cut_after], None
+        self.wfile.write(body)
+
+
+@pytest.fixture()
+def server(tmp_path):
+    root = tmp_path / "www"
+    root.mkdir()
+    handler = lambda *a, **k: RangeHandler(*a, directory=str(root), **k)  # noqa: E731
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    RangeHandler.requests = []
+    yield root, f"http://127.0.0.1:{httpd.server_address[1]}"
+    httpd.shutdown()
+
+
+@pytest.fixture()
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path / "home"))
+    monkeypatch.delenv("KERAS_S2S_OFFLINE", raising=False)
+    return tmp_path / "home"
+
+
+@pytest.fixture(scope="module")
+def preset(tmp_path_factory, demo_data):
+    model = zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=16, precision="float32")
+    folder = save_to_preset(model, tmp_path_factory.mktemp("p") / "gnmt_tiny", metadata={"bleu": 1.5})
+    return model, folder
+
+
+def pack(folder: Path, archive: Path) -> str:
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(folder, arcname=folder.name)
+    return hashlib.sha256(archive.read_bytes()).hexdigest()
+
+
+def test_save_and_load_a_preset_directory(preset, demo_data):
+    model, folder = preset
+    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "metadata.json", "model.weights.h5"]
+    metadata = read_metadata(folder)
+    assert metadata["bleu"] == 1.5 and metadata["architecture"] == "GNMT" and "keras_s2s_version" in metadata
+    restored = load_preset(str(folder))
+    sentences = demo_data.test_sources[:3]
+    assert restored.translate(sentences) == model.translate(sentences)
+    with pytest.raises(PresetError, match="already exists"):
+        save_to_preset(model, folder)
+
+
+def test_zoo_load_from_a_url_verifies_the_checksum_and_translates(preset, server, home, demo_data):
+    model, folder = preset
+    root, url = server
+    sha = pack(folder, root / "gnmt_tiny.tar.gz")
+    card = zoo.card_path("gnmt").read_text()
+    registered = home.parent / "gnmt_with_preset.yaml"
+    registered.write_text(card + f"presets:\n  tiny:\n    url: {url}/gnmt_tiny.tar.gz\n    sha256: {sha}\n"
+                          "    size: 1\n    description: a test preset\n")
+    loaded = zoo.load(str(registered), weights="tiny", precision="float32")
+    sentences = demo_data.test_sources[:3]
+    assert loaded.translate(sentences) == model.translate(sentences)
+    assert loaded.optimizer is not None, "compiled with the card's training settings"
+    assert len(RangeHandler.requests) == 1
+    zoo.load(str(registered), weights="tiny", precision="float32")
+    assert len(RangeHandler.requests) == 1, "the second load comes from the cache"
+    os.environ["KERAS_S2S_OFFLINE"] = "1"
+    try:
+        zoo.load(str(registered), weights="tiny", precision="float32")  # cached: fine offline
+        with pytest.raises(PresetError, match="KERAS_S2S_OFFLINE is set"):
+            download(f"{url}/other.tar.gz")
+    finally:
+        del os.environ["KERAS_S2S_OFFLINE"]
+    assert len(RangeHandler.requests) == 1
+
+
+def test_a_tampered_download_is_rejected_and_removed(preset, server, home):
+    _, folder = preset
+    root, url = server
+    sha = pack(folder, root / "p.tar.gz")
+    data = bytearray((root / "p.tar.gz").read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    (root / "p.tar.gz").write_bytes(bytes(data))
+    with pytest.raises(PresetError, match="sha256 mismatch .* the download was removed"):
+        fetch_preset(f"{url}/p.tar.gz", sha)
+    assert not list((home / "presets" / "downloads").iterdir()), "nothing is left in the cache"
+    with pytest.raises(PresetError, match="HTTP 404"):
+        download(f"{url}/missing.tar.gz")
+
+
+def test_an_interrupted_download_resumes_where_it_stopped(preset, server, home):
+    _, folder = preset
+    root, url = server
+    sha = pack(folder, root / "p.tar.gz")
+    size = (root / "p.tar.gz").stat().st_size
+    RangeHandler.cut_after = size // 3
+    path = download(f"{url}/p.tar.gz", sha, retries=3)
+    assert hashlib.sha256(path.read_bytes()).hexdigest() == sha
+    assert RangeHandler.requests[0][1] is None and RangeHandler.requests[1][1] == f"bytes={size // 3}-"
+
+
+def test_truncated_and_malicious_archives_are_refused(tmp_path, home):
+    good = tmp_path / "good.tar.gz"
+    with tarfile.open(good, "w:gz") as tar:
+        info = tarfile.TarInfo("p/config.json")
+        info.size = 2
+        tar.addfile(info, io.BytesIO(b"{}"))
+    truncated = tmp_path / "truncated.tar.gz"
+    truncated.write_bytes(good.read_bytes()[: len(good.read_bytes()) // 2])
+    with pytest.raises(PresetError, match="damaged or truncated|not a readable"):
+        extract(truncated, tmp_path / "out1")
+
+    def tar_with(member: tarfile.TarInfo, payload: bytes = b""):
+        path = tmp_path / f"bad-{member.name.replace('/', '_')}.tar"
+        with tarfile.open(path, "w") as tar:
+            tar.addfile(member, io.BytesIO(payload) if payload else None)
+        return path
+
+    traversal = tarfile.TarInfo("../../evil.txt")
+    traversal.size = 4
+    with pytest.raises(PresetError, match="its path leaves the extraction folder"):
+        extract(tar_with(traversal, b"evil"), tmp_path / "out2")
+    absolute = tarfile.TarInfo("/etc/evil")
+    absolute.size = 4
+    with pytest.raises(PresetError, match="leaves the extraction folder"):
+        extract(tar_with(absolute, b"evil"), tmp_path / "out3")
+    link = tarfile.TarInfo("p/link")
+    link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+    with pytest.raises(PresetError, match="no links or devices"):
+        extract(tar_with(link), tmp_path / "out4")
+    huge = tarfile.TarInfo("p/huge.bin")
+    huge.size = 5 * 2**30
+    path = tmp_path / "huge.tar"
+    with open(path, "wb") as handle:  # a header that claims 5 GiB, without the data
+        handle.write(huge.tobuf())
+    with pytest.raises(PresetError, match="over the .* limit"):
+        extract(path, tmp_path / "out5")
+    zipped = tmp_path / "evil.zip"
+    with zipfile.ZipFile(zipped, "w") as zf:
+        zf.writestr("../evil.txt", "x")
+    with pytest.raises(PresetError, match="leaves the extraction folder"):
+        extract(zipped, tmp_path / "out6")
+    assert not (tmp_path.parent / "evil.txt").exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_bad_sources_are_named():
+    with pytest.raises(PresetError, match="no such preset directory"):
+        fetch_preset("/nonexistent/preset")
+    with pytest.raises(PresetError, match="unsupported URL scheme 'ftp'"):
+        download("ftp://example.org/x.tar.gz")
+    with pytest.raises(Exception, match="preset 'x' needs sha256"):
+        zoo.get_card("gnmt", **{"presets.x.url": "https://example.org/x.tar.gz"})
+
+
+def test_zoo_load_still_takes_a_weights_file(tmp_path, demo_data):
+    args = dict(tokenizer=demo_data.tokenizer, num_layers=2, units=16, precision="float32")
+    model = zoo.load("gnmt", **args)
+    model.save_weights(tmp_path / "w.weights.h5")
+    restored = zoo.load("gnmt", weights=str(tmp_path / "w.weights.h5"), **args)
+    inputs, _ = next(iter(demo_data.train))
+    np.testing.assert_allclose(restored(inputs), model(inputs), atol=1e-6)
