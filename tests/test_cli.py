@@ -58,6 +58,9 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     result = json.loads((out / "eval.json").read_text())
     assert result["sentences"] == 8 and "nrefs:1" in result["bleu_signature"]
     assert len((out / "hypotheses.txt").read_text().splitlines()) == 8
+    metadata = json.loads((out / "preset" / "metadata.json").read_text())
+    assert metadata["training_steps"] == 12 and metadata["metrics"]["bleu"] == result["bleu"]
+    assert metadata["card"]["name"] == "gnmt" and metadata["architecture"] == "GNMT"
 
     assert main(["train", "gnmt", "--steps", "12", "--out", str(out), *TINY]) == 2
     assert "already holds a finished run" in capsys.readouterr().err, "a finished run is never overwritten"

@@ -88,6 +88,12 @@ class Seq2SeqLM(keras.Model):
         self.call(dummy, training=False)  # builds every sublayer
         self.built = True
 
+    def save_to_preset(self, directory, metadata: dict | None = None):
+        """Write this model as a preset directory (config, weights, metadata); see `keras_s2s.presets`."""
+        from keras_s2s.presets import save_to_preset
+
+        return save_to_preset(self, directory, metadata)
+
     def get_config(self):
         config = super().get_config()
         config.update(

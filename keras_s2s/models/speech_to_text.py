@@ -112,6 +112,12 @@ class SpeechToText(keras.Model):
             results += self.decode(batch, lengths, beam_width)
         return results
 
+    def save_to_preset(self, directory, metadata: dict | None = None):
+        """Write this model as a preset directory (config, weights, metadata); see `keras_s2s.presets`."""
+        from keras_s2s.presets import save_to_preset
+
+        return save_to_preset(self, directory, metadata)
+
     def get_config(self):
         config = super().get_config()
         config.update({

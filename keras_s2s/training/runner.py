@@ -9,6 +9,7 @@ A run directory holds::
     checkpoints/         weights after every epoch
     logs/                TensorBoard
     model.keras          the final model (tokenizer inside), written atomically
+    preset/              the same as a preset (config, weights, metadata.json with card, steps, metrics)
     eval.json            held-out BLEU/chrF;  hypotheses.txt  the test translations
 
 Example:
@@ -253,6 +254,10 @@ def train(
     print(f"trained in {train_seconds:.0f}s; model saved to {out / 'model.keras'}")
     result = task.evaluate(model_obj)
     result["train_seconds"] = round(train_seconds, 1)
+    if not (out / "preset").exists():
+        model_obj.save_to_preset(out / "preset", metadata={
+            "card": card.to_dict(), "training_steps": int(model_obj.optimizer.iterations.numpy()),
+            "train_seconds": result["train_seconds"], "metrics": result})
     return result
 
 
