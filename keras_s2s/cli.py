@@ -61,6 +61,15 @@ def _parser() -> argparse.ArgumentParser:
     transcribe.add_argument("audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed")
     transcribe.add_argument("--beam-width", type=int, default=1, help="1 = greedy CTC decoding (default)")
 
+    export = commands.add_parser("export", help="export a trained model for serving")
+    export.add_argument("--model", required=True, help="run directory written by `train`")
+    export.add_argument("--format", choices=("saved_model", "keras"), default="saved_model",
+                        help="saved_model: strings (or audio) in, text out, no keras_s2s needed to serve; "
+                             "keras: a .keras file")
+    export.add_argument("--out", required=True, help="output path (a folder for saved_model, a .keras file)")
+    export.add_argument("--beam-width", type=int, default=4, help="decoding inside the SavedModel (1 = greedy)")
+    export.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
+
     average = commands.add_parser("average", help="average the last N epoch checkpoints of a run")
     average.add_argument("--model", required=True, help="run directory written by `train`")
     average.add_argument("--last", type=int, default=3, help="how many of the latest checkpoints (default 3)")
@@ -138,6 +147,21 @@ def _translate(args) -> None:
             source.close()
 
 
+def _export(args) -> None:
+    from keras_s2s.training.runner import atomic_write, load_model
+
+    model = load_model(args.model)
+    if args.format == "keras":
+        if not args.out.endswith(".keras"):
+            raise ValueError(f"--out must end with .keras for --format keras, got {args.out}")
+        atomic_write(args.out, model.save)
+    else:
+        from keras_s2s.export import export_saved_model
+
+        export_saved_model(model, args.out, beam_width=args.beam_width, length_penalty=args.length_penalty)
+    print(f"exported {args.model} to {args.out} ({args.format})")
+
+
 def _transcribe(args) -> None:
     from keras_s2s.models import SpeechToText
     from keras_s2s.training.runner import load_model
@@ -172,6 +196,8 @@ def main(argv: list[str] | None = None) -> int:
             evaluate_run(args.model, data=",".join(args.data) if args.data else None,
                          beam_width=args.beam_width, length_penalty=args.length_penalty,
                          coverage_penalty=args.coverage_penalty)
+        elif args.command == "export":
+            _export(args)
         elif args.command == "transcribe":
             _transcribe(args)
         elif args.command == "average":

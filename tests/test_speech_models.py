@@ -195,3 +195,12 @@ def test_demo_cards_build_with_the_cards_features_and_alphabet(card):
     assert isinstance(model.transcribe([np.zeros(4000, "float32") + 0.01])[0], str)
     with pytest.raises(Exception, match="'data.features' must be mapping"):
         zoo.get_card(card, features="logmel")
+
+
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_padding_never_changes_an_utterances_output(name):
+    keras.utils.set_random_seed(0)
+    model = TINY[name](num_features=16)
+    inputs = features_batch(frames=(40, 27))
+    short = {"features": inputs["features"][1:, :28], "feature_lengths": inputs["feature_lengths"][1:]}
+    np.testing.assert_allclose(model(inputs)[1, :14], model(short)[0, :14], atol=1e-4)

@@ -42,7 +42,9 @@ class ConvBlock(keras.layers.Layer):
                                for i in range(num_residuals)]
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
 
-    def call(self, x, residuals=(), training=False):
+    def call(self, x, residuals=(), training=False, keep=None):
+        """`keep` [B, T, 1]: 1 at real frames; padded frames are zeroed after every sub-block, so that
+        batch norm's shift there never reaches real frames through the next convolution."""
         if len(residuals) != self.num_residuals:
             raise ValueError(f"{self.name} expects {self.num_residuals} residual input(s), got {len(residuals)}")
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
@@ -51,6 +53,8 @@ class ConvBlock(keras.layers.Layer):
                 for res, (res_conv, res_norm) in zip(residuals, zip(self.residual_convs, self.residual_norms)):
                     x = x + res_norm(res_conv(res), training=training)
             x = self.dropout_layer(keras.ops.relu(x), training=training)
+            if keep is not None:
+                x = x * keep
         return x
 
     def get_config(self):

@@ -57,13 +57,14 @@ class DeepSpeech2(SpeechToText):
 
     def call(self, inputs, training=False):
         x = ops.expand_dims(inputs["features"], -1)  # [B, T, F, 1]
-        for conv, norm in zip(self.convs, self.conv_norms):
-            x = ops.relu(norm(conv(x), training=training))
+        x = ops.relu(self.conv_norms[0](self.convs[0](x), training=training))
+        keep = self.frame_mask(inputs["feature_lengths"], ops.shape(x)[1], x.dtype)
+        x = x * keep[..., None]  # padding stays zero, so it never leaks into real frames (see Jasper)
+        x = ops.relu(self.conv_norms[1](self.convs[1](x), training=training)) * keep[..., None]
         shape = ops.shape(x)
         x = ops.reshape(x, (shape[0], shape[1], x.shape[2] * self.conv_filters))
         x = self.dropout_layer(x, training=training)
-        frames = ops.arange(ops.shape(x)[1])[None, :]
-        mask = frames < self.output_lengths(inputs["feature_lengths"])[:, None]
+        mask = keep[:, :, 0] > 0
         for rnn in self.rnns:
             x = self.dropout_layer(rnn(x, mask=mask, training=training), training=training)
         if self.fc is not None:

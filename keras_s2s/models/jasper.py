@@ -75,13 +75,16 @@ class Jasper(SpeechToText):
 
     def call(self, inputs, training=False):
         x = self.prologue(inputs["features"], training=training)
-        outputs = [x]  # the prologue output, then each block's
+        # padded frames are zeroed after every sub-block: batch norm shifts them away from zero, and the
+        # next convolution would carry them into real frames, making outputs depend on the padding
+        keep = self.frame_mask(inputs["feature_lengths"], ops.shape(x)[1], x.dtype)
+        outputs = [x * keep]  # the prologue output, then each block's
         for block in self.blocks:
             residual = {"dense": outputs, "block": outputs[-1:], "none": []}[self.args["residual"]]
-            outputs.append(block(outputs[-1], residuals=residual, training=training))
+            outputs.append(block(outputs[-1], residuals=residual, training=training, keep=keep))
         x = outputs[-1]
         for layer in self.epilogue:
-            x = layer(x, training=training)
+            x = layer(x, training=training, keep=keep)
         return ops.cast(self.output_conv(x), "float32")
 
     def get_config(self):

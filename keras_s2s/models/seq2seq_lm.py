@@ -22,6 +22,22 @@ from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, length_penalty, only_eos_at_limit
 
 
+class FunctionCache:
+    """A plain dict holder: TensorFlow does not track it, so SavedModel export skips the cached functions."""
+
+    def __init__(self):
+        self.functions = {}
+
+    def __contains__(self, key):
+        return key in self.functions
+
+    def __getitem__(self, key):
+        return self.functions[key]
+
+    def __setitem__(self, key, value):
+        self.functions[key] = value
+
+
 def positions_of(ids):
     """Position indices [B, T] (0, 1, ...) of a batch of ids [B, T]."""
     return keras.ops.broadcast_to(keras.ops.arange(keras.ops.shape(ids)[1])[None, :], keras.ops.shape(ids))
@@ -52,7 +68,7 @@ class Seq2SeqLM(keras.Model):
         self.source_vocab_size = source_vocab_size  # 0: the vocabulary is joint
         self.tokenizer = tokenizer
         self.decode_max_length = decode_max_length
-        self._decoders = {}  # (beam_width, length_penalty) -> tf.function
+        self._decoders = FunctionCache()  # (beam_width, alpha, beta) -> tf.function; not saved with the model
 
     # --- subclass interface ---------------------------------------------------------------
 

@@ -23,6 +23,7 @@ import tensorflow as tf
 from keras import ops
 
 from keras_s2s.data.audio import read_audio
+from keras_s2s.models.seq2seq_lm import FunctionCache
 
 
 class SpeechToText(keras.Model):
@@ -45,7 +46,7 @@ class SpeechToText(keras.Model):
             raise ValueError(f"num_features={num_features} does not match the extractor's {extractor.feature_size}")
         self.vocab_size, self.num_features = vocab_size, num_features
         self.vocabulary, self.extractor = vocabulary, extractor
-        self._decoders = {}
+        self._decoders = FunctionCache()  # beam width -> tf.function; not saved with the model
 
     def build(self, input_shape=None):
         if self.built:
@@ -57,6 +58,11 @@ class SpeechToText(keras.Model):
     def output_lengths(self, feature_lengths):
         """Output frames of each utterance: ceil(input frames / time_reduction)."""
         return (ops.cast(feature_lengths, "int32") + self.time_reduction - 1) // self.time_reduction
+
+    def frame_mask(self, feature_lengths, frames, dtype):
+        """[B, frames, 1] of 1 at real output frames, 0 at padding."""
+        real = ops.arange(frames)[None, :] < self.output_lengths(feature_lengths)[:, None]
+        return ops.cast(real, dtype)[:, :, None]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Mean CTC loss per utterance, in float32, plus any layer losses."""
