@@ -7,8 +7,8 @@ A preset directory holds::
     metadata.json        the model card: data, training steps, metrics, precision, keras_s2s version
 
 `load_preset(source)` takes a preset directory, a `file://` or `https://`
-URL of a preset archive (.tar.gz, .tgz, .tar or .zip), with an expected
-sha256. Downloads land in `KERAS_S2S_HOME/presets/` (verified before use; a
+URL of a preset archive (.tar.gz, .tgz, .tar or .zip), or `package:NAME`
+for an archive shipped inside keras_s2s, with an expected sha256. Downloads land in `KERAS_S2S_HOME/presets/` (verified before use; a
 mismatch removes the file and is an error), resume after an interruption
 (HTTP Range), retry transient failures, and never touch the network when
 `KERAS_S2S_OFFLINE=1`. Archive extraction refuses absolute paths, `..`,
@@ -43,6 +43,7 @@ from keras_s2s.home import home
 log = logging.getLogger("keras_s2s")
 CONFIG, WEIGHTS, METADATA = "config.json", "model.weights.h5", "metadata.json"
 MAX_MEMBER_BYTES = 4 * 2**30  # no preset file is larger than 4 GiB
+PACKAGE_PRESETS = Path(__file__).resolve().parent / "zoo" / "presets"  # `package:NAME` URLs
 
 
 class PresetError(ValueError):
@@ -62,7 +63,9 @@ def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | N
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
-        (tmp / CONFIG).write_text(json.dumps(keras.saving.serialize_keras_object(model), indent=1))
+        config = keras.saving.serialize_keras_object(model)
+        config["config"].pop("dtype", None)  # the loading machine's precision policy applies, not the trainer's
+        (tmp / CONFIG).write_text(json.dumps(config, indent=1))
         model.save_weights(tmp / WEIGHTS)
         card = {"architecture": type(model).__name__, "parameters": model.count_params(),
                 "keras_s2s_version": __version__, "keras_version": keras.__version__,
@@ -145,6 +148,8 @@ def _fetch(url: str, partial: Path, timeout: float) -> None:
 def download(url: str, sha256: str | None = None, cache_dir: Path | None = None, retries: int = 3,
              timeout: float = 60.0) -> Path:
     """The verified local copy of `url` (downloaded once into the cache)."""
+    if url.startswith("package:"):  # an archive shipped inside keras_s2s (the demo presets)
+        url = (PACKAGE_PRESETS / url[len("package:"):]).as_uri()
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         path = Path(urllib.request.url2pathname(parsed.path))
@@ -263,3 +268,21 @@ def fetch_preset(source: str, sha256: str | None = None) -> Path:
 def load_preset(source: str, sha256: str | None = None) -> keras.Model:
     """The model of a preset directory or archive URL (see `fetch_preset`)."""
     return load_preset_directory(fetch_preset(source, sha256))
+
+
+def pack_preset(directory: str | Path, archive: str | Path) -> str:
+    """Write a preset directory as a reproducible .tar.gz (sorted members, fixed times); returns its sha256."""
+    import gzip
+
+    directory, archive = Path(directory), Path(archive)
+    with open(archive, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped:
+        with tarfile.open(fileobj=zipped, mode="w") as tar:
+            for path in sorted(directory.rglob("*")):
+                info = tar.gettarinfo(str(path), arcname=f"{directory.name}/{path.relative_to(directory)}")
+                info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
+                if path.is_file():
+                    with open(path, "rb") as handle:
+                        tar.addfile(info, handle)
+                else:
+                    tar.addfile(info)
+    return sha256_of(archive)
