@@ -66,7 +66,11 @@ def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | N
         config = keras.saving.serialize_keras_object(model)
         config["config"].pop("dtype", None)  # the loading machine's precision policy applies, not the trainer's
         (tmp / CONFIG).write_text(json.dumps(config, indent=1))
-        model.save_weights(tmp / WEIGHTS)
+        # weights only: a fresh copy without the optimizer's slots (a third of the size with Adam)
+        bare = keras.saving.deserialize_keras_object(config)
+        bare.build()
+        bare.set_weights(model.get_weights())
+        bare.save_weights(tmp / WEIGHTS)
         card = {"architecture": type(model).__name__, "parameters": model.count_params(),
                 "keras_s2s_version": __version__, "keras_version": keras.__version__,
                 "dtype_policy": keras.mixed_precision.global_policy().name}
