@@ -254,7 +254,7 @@ def _preset_root(folder: Path) -> Path:
 
 def fetch_preset(source: str, sha256: str | None = None) -> Path:
     """A local preset directory for `source`: a directory, or an archive URL (downloaded, verified, unpacked)."""
-    if "://" not in source:
+    if "://" not in source and not source.startswith("package:"):
         path = Path(source)
         if not path.exists():
             raise PresetError(f"{source}: no such preset directory or archive")

@@ -198,3 +198,16 @@ def test_zoo_load_still_takes_a_weights_file(tmp_path, demo_data):
     restored = zoo.load("gnmt", weights=str(tmp_path / "w.weights.h5"), **args)
     inputs, _ = next(iter(demo_data.train))
     np.testing.assert_allclose(restored(inputs), model(inputs), atol=1e-6)
+
+
+def test_the_shipped_demo_preset_loads_offline_verified_and_translates(home, monkeypatch):
+    from keras_s2s.data.parallel import read_splits
+    from keras_s2s.training.runner import score
+
+    monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
+    model = zoo.load("convs2s_demo", weights="demo", precision="float32")
+    _, _, test, _ = read_splits("demo", num_train=80000, num_valid=300, num_test=500, seed=0)
+    test = test[:100]
+    bleu = score(model.translate([s for s, _ in test]), [t for _, t in test])["bleu"]
+    assert bleu > 60, f"the demo preset scored BLEU {bleu} (77.0 on all 500 when it was trained)"
+    assert model.optimizer is not None and zoo.get_card("convs2s").presets["demo"]["size"] > 0
