@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -27,7 +25,7 @@ import tensorflow as tf  # noqa: E402
 from keras_s2s import zoo  # noqa: E402
 from keras_s2s.data.speech_features import FeatureExtractor, librosa_features  # noqa: E402
 
-from benchlib import median_seconds  # noqa: E402
+from benchlib import interleaved_step_times, median_seconds  # noqa: E402
 
 CARDS = {"deepspeech2": "deepspeech2_demo", "wave2letter": "wave2letter_demo", "jasper": "jasper_demo"}
 POLICIES = ("float32", "mixed_bfloat16")
@@ -74,16 +72,7 @@ def main() -> None:
         for policy in POLICIES:
             keras.utils.set_random_seed(0)
             models[policy] = zoo.load(CARDS[name], precision=policy, strategy="default")
-            for _ in range(2):
-                models[policy].train_on_batch(inputs, labels)
-        times = {policy: [] for policy in POLICIES}
-        for _ in range(args.repeats):
-            for policy, model in models.items():
-                start = time.perf_counter()
-                for _ in range(args.steps):
-                    model.train_on_batch(inputs, labels)
-                times[policy].append((time.perf_counter() - start) / args.steps)
-        medians = {policy: statistics.median(t) for policy, t in times.items()}
+        medians = interleaved_step_times(models, inputs, labels, args.steps, args.repeats)
         for policy in POLICIES:
             rows.append((name, models[policy].count_params(), policy, medians[policy],
                          medians["float32"] / medians[policy], peak_memory_mb()))

@@ -22,8 +22,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -32,7 +30,7 @@ import numpy as np  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
 
-from benchlib import matmul_gflops, median_seconds  # noqa: E402
+from benchlib import interleaved_step_times, matmul_gflops, median_seconds  # noqa: E402
 
 CARDS = {"gnmt": "gnmt_demo", "transformer": "transformer_demo", "convs2s": "convs2s_demo"}
 CONFIGS = [("float32", False), ("mixed_bfloat16", False), ("float32", True), ("mixed_bfloat16", True)]
@@ -72,21 +70,6 @@ def training_flops(name: str, model, batch: int, length: int) -> float:
     return 6.0 * matmul_weights_per_token(model) * batch * length + 3.0 * attention_flops(name, model, batch, length)
 
 
-def time_training(models: dict, batch_data, steps: int, repeats: int) -> dict:
-    inputs, labels = batch_data
-    for model in models.values():  # trace, compile and warm up
-        for _ in range(2):
-            model.train_on_batch(inputs, labels)
-    times = {key: [] for key in models}
-    for _ in range(repeats):
-        for key, model in models.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                model.train_on_batch(inputs, labels)
-            times[key].append((time.perf_counter() - start) / steps)
-    return {key: statistics.median(values) for key, values in times.items()}
-
-
 def time_decoding(model, source, max_length: int, repeats: int) -> dict:
     result = {}
     for width in (1, 4):
@@ -117,7 +100,7 @@ def main() -> None:
     rows, decoding = [], {}
     for name in args.models:
         models = {config: build(name, *config, args.vocab) for config in CONFIGS}
-        seconds = time_training(models, batch_data, args.steps, args.repeats)
+        seconds = interleaved_step_times(models, *batch_data, args.steps, args.repeats)
         flops = training_flops(name, models[CONFIGS[0]], args.batch, args.length)
         for (policy, xla), step in seconds.items():
             rows.append((name, policy, xla, step, tokens / step, seconds[("float32", False)] / step,

@@ -24,3 +24,18 @@ def matmul_gflops(dtype, n: int = 2048, repeats: int = 5) -> float:
     f = tf.function(lambda x: tf.matmul(x, x))
     f(a).numpy()
     return 2 * n**3 / median_seconds(lambda: f(a).numpy(), repeats) / 1e9
+
+
+def interleaved_step_times(models: dict, inputs, labels, steps: int, repeats: int) -> dict:
+    """Median seconds per `train_on_batch` of each model, timed A/B/C/A/B/C after two warm-up steps."""
+    for model in models.values():  # trace, compile and warm up
+        for _ in range(2):
+            model.train_on_batch(inputs, labels)
+    times = {key: [] for key in models}
+    for _ in range(repeats):
+        for key, model in models.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                model.train_on_batch(inputs, labels)
+            times[key].append((time.perf_counter() - start) / steps)
+    return {key: statistics.median(values) for key, values in times.items()}

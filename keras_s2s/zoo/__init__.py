@@ -84,17 +84,22 @@ def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
     return model
 
 
+def _precision_and_scope(card: Card, strategy):
+    """Set the card's precision policy; the scope to build in (the strategy's, or the user's current one)."""
+    policy = set_precision(card.training.get("precision", "auto"))
+    if strategy is None and not tf.distribute.has_strategy():
+        strategy = card.training.get("strategy", "auto")
+    # no strategy given inside a user's `strategy.scope()`: build right there
+    return policy, get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext()
+
+
 def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, extractor=None) -> keras.Model:
     """Set precision, then build and compile the card's model inside the strategy's scope.
 
     Translation models take a `tokenizer`; speech recognizers a `vocabulary`
     and an `extractor` (default: those the card's data part describes).
     """
-    policy = set_precision(card.training.get("precision", "auto"))
-    if strategy is None and not tf.distribute.has_strategy():
-        strategy = card.training.get("strategy", "auto")
-    # no strategy given inside a user's `strategy.scope()`: build right there
-    scope = get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext()
+    policy, scope = _precision_and_scope(card, strategy)
     kwargs = dict(card.model)
     if is_speech(card):
         if vocabulary is None and card.data.get("vocabulary") == "subword":
@@ -108,9 +113,9 @@ def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, 
         kwargs["tokenizer"] = tokenizer
         if "decode_max_length" in card.training:
             kwargs["decode_max_length"] = card.training["decode_max_length"]
-    if tokenizer is not None:
-        kwargs["vocab_size"] = tokenizer.vocab_size
-        kwargs["source_vocab_size"] = 0 if tokenizer.source is tokenizer else tokenizer.source_vocab_size
+        if tokenizer is not None:
+            kwargs["vocab_size"] = tokenizer.vocab_size
+            kwargs["source_vocab_size"] = 0 if tokenizer.source is tokenizer else tokenizer.source_vocab_size
     with scope:
         model = ARCHITECTURES[card.architecture](name=card.name, **kwargs)
         model.build()
@@ -160,10 +165,8 @@ def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
 
     entry = card.presets.get(weights)
     directory = fetch_preset(entry["url"], entry["sha256"]) if entry else fetch_preset(weights)
-    policy = set_precision(card.training.get("precision", "auto"))
-    if strategy is None and not tf.distribute.has_strategy():
-        strategy = card.training.get("strategy", "auto")
-    with get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext():
+    policy, scope = _precision_and_scope(card, strategy)
+    with scope:
         model = load_preset_directory(directory)
         compile_model(model, card, policy)
     log.info("loaded preset %s for %s", weights, card.name)
