@@ -6,6 +6,7 @@
     keras-s2s translate --model runs/gnmt < input.txt
     keras-s2s average --model runs/gnmt --last 3 --out runs/gnmt-avg
     keras-s2s transcribe --model runs/jasper_demo clip.wav more.wav
+    keras-s2s synthesize --model runs/tacotron2_demo "The 2 red dogs see a cat." -o dogs.wav
 """
 
 from __future__ import annotations
@@ -61,6 +62,17 @@ def _parser() -> argparse.ArgumentParser:
     transcribe.add_argument("audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed")
     transcribe.add_argument("--beam-width", type=int, default=1, help="1 = greedy CTC decoding (default)")
 
+    synthesize = commands.add_parser("synthesize", help="speak text with a trained synthesizer into WAV files")
+    synthesize.add_argument("--model", required=True, help="run directory of a speech synthesizer")
+    synthesize.add_argument("text", nargs="*", help="text to say (or --input)")
+    synthesize.add_argument("--input", help="a text file: one utterance per non-empty line")
+    synthesize.add_argument("-o", "--output", required=True,
+                            help="a .wav file for one text; a folder (0001.wav, ...) for several")
+    synthesize.add_argument("--plot", action="store_true", help="also write NAME-alignment.png and NAME-mel.png")
+    synthesize.add_argument("--iterations", type=int, default=60, help="Griffin-Lim iterations (default 60)")
+    synthesize.add_argument("--max-decoder-steps", type=int, help="step limit (default: the model's)")
+    synthesize.add_argument("--batch-size", type=int, default=8)
+
     export = commands.add_parser("export", help="export a trained model for serving")
     export.add_argument("--model", required=True, help="run directory written by `train`")
     export.add_argument("--format", choices=("saved_model", "keras"), default="saved_model",
@@ -100,15 +112,15 @@ def _chunks(lines, size: int):
 class _Progress:
     """`translated N[/TOTAL] lines, X lines/s` on stderr, rewritten in place."""
 
-    def __init__(self, total: int | None, enabled: bool):
-        self.total, self.enabled, self.done, self.start = total, enabled, 0, time.time()
+    def __init__(self, total: int | None, enabled: bool, verb: str = "translated"):
+        self.total, self.enabled, self.done, self.start, self.verb = total, enabled, 0, time.time(), verb
 
     def __call__(self, count: int) -> None:
         self.done += count
         if self.enabled:
             rate = self.done / max(time.time() - self.start, 1e-9)
             total = f"/{self.total}" if self.total else ""
-            print(f"\rtranslated {self.done}{total} lines, {rate:.1f} lines/s", end="", file=sys.stderr, flush=True)
+            print(f"\r{self.verb} {self.done}{total} lines, {rate:.1f} lines/s", end="", file=sys.stderr, flush=True)
 
     def close(self) -> None:
         if self.enabled and self.done:
@@ -173,6 +185,55 @@ def _transcribe(args) -> None:
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)
 
 
+def _synthesize(args) -> None:
+    """Each text -> a WAV file (atomically), with optional alignment and mel plots."""
+    from pathlib import Path
+
+    from keras_s2s.data.audio import write_wav
+    from keras_s2s.models import Tacotron2
+    from keras_s2s.training.runner import atomic_write, load_model
+    from keras_s2s.vocoder import GriffinLim
+
+    texts = list(args.text)
+    if args.input:
+        if not os.path.isfile(args.input):
+            raise FileNotFoundError(f"{args.input}: input file not found")
+        with open(args.input, encoding="utf-8") as handle:
+            texts += [line.strip() for line in handle if line.strip()]
+    if not texts:
+        raise ValueError("nothing to synthesize: give text arguments or --input FILE")
+    output = Path(args.output)
+    single = len(texts) == 1 and output.suffix.lower() == ".wav"
+    if len(texts) > 1 and output.suffix.lower() == ".wav":
+        raise ValueError(f"{len(texts)} texts need a folder for -o, not the file {output}")
+    targets = [output] if single else [output / f"{i:04d}.wav" for i in range(1, len(texts) + 1)]
+    model = load_model(args.model)
+    if not isinstance(model, Tacotron2):
+        raise ValueError(f"{args.model} holds a {type(model).__name__}, not a speech synthesizer")
+    vocoder = GriffinLim(model.extractor, iterations=args.iterations)
+    targets[0].parent.mkdir(parents=True, exist_ok=True)
+    progress = _Progress(len(texts), enabled=sys.stderr.isatty() and len(texts) > 1, verb="synthesized")
+    try:
+        for start in range(0, len(texts), args.batch_size):
+            chunk = texts[start:start + args.batch_size]
+            for text, target, item in zip(chunk, targets[start:], model.infer(chunk, args.max_decoder_steps)):
+                samples = vocoder(item["mel"])
+                atomic_write(target, lambda p: write_wav(p, samples, vocoder.sample_rate))
+                if not item["stopped"]:
+                    logging.getLogger("keras_s2s").warning("%s: no stop token within the step limit; the audio "
+                                                           "runs to the limit (%r)", target, text[:60])
+                if args.plot:
+                    from keras_s2s.plots import plot_alignment, plot_mels
+
+                    stem = target.with_suffix("")
+                    plot_alignment(item["alignment"], f"{stem}-alignment.png", title=text)
+                    plot_mels({"generated": item["mel"]}, f"{stem}-mel.png", title=text)
+                print(f"{target}\t{len(samples) / vocoder.sample_rate:.2f}s\t{text}")
+            progress(len(chunk))
+    finally:
+        progress.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -200,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
             _export(args)
         elif args.command == "transcribe":
             _transcribe(args)
+        elif args.command == "synthesize":
+            _synthesize(args)
         elif args.command == "average":
             from keras_s2s.training.runner import average_checkpoints
 

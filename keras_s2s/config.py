@@ -83,6 +83,8 @@ SCHEMA: dict[str, Any] = {
         "min_duration": float,
         "max_duration": float,
         "augment": dict,  # see keras_s2s/data/augment.py
+        # speech synthesis
+        "cache": str,  # mel targets: memory, a file prefix, or "" (see keras_s2s/data/tts.py)
     },
     "training": {
         "epochs": int,

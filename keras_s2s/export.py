@@ -117,7 +117,8 @@ def export_saved_model(model, path: str | Path, beam_width: int = 4, length_pena
         server = _SpeechServer(model, beam_width)
         signature = server.transcribe
     else:
-        raise ValueError(f"cannot export a {type(model).__name__}")
+        raise ValueError(f"cannot export a {type(model).__name__} as a SavedModel (translation models and speech "
+                         "recognizers only); use --format keras")
     tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
     shutil.rmtree(tmp, ignore_errors=True)
     try:

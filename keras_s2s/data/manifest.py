@@ -5,7 +5,8 @@ The header names the columns. The audio column is one of `wav_filename`
 `file`; the transcript column one of `transcript`, `text`, `sentence`.
 Other columns (`wav_filesize`, `duration`, ...) are ignored. Relative
 paths are relative to the manifest's folder. `read_librispeech` reads the
-LibriSpeech distribution's own layout (`*.trans.txt` beside `.flac` files).
+LibriSpeech distribution's own layout (`*.trans.txt` beside `.flac` files), `read_ljspeech`
+the LJSpeech layout (`metadata.csv` with `ID|text|normalized text`, `wavs/ID.wav`).
 
 Example:
     >>> entries = read_manifest("data/train.csv")
@@ -63,9 +64,7 @@ def read_manifest(path: str | Path, check_files: bool = True) -> list[Utterance]
         if check_files and not audio.is_file():
             missing.append(f"line {number}: {audio}")
         utterances.append(Utterance(audio, row[text_col].strip(), number))
-    if missing:
-        shown = "; ".join(missing[:3]) + (f"; and {len(missing) - 3} more" if len(missing) > 3 else "")
-        raise CorpusError(f"{path}: {len(missing)} audio file(s) not found ({shown})")
+    _check_found(path, missing)
     if not utterances:
         raise CorpusError(f"{path}: the manifest lists no utterances")
     return utterances
@@ -87,11 +86,40 @@ def read_librispeech(directory: str | Path) -> list[Utterance]:
                 missing.append(f"{transcripts}, line {number}: {key}.flac")
                 continue
             utterances.append(Utterance(audio, text.strip(), number))
-    if missing:
-        raise CorpusError(f"{directory}: {len(missing)} audio file(s) not found ({'; '.join(missing[:3])})")
+    _check_found(directory, missing)
     if not utterances:
         raise CorpusError(f"{directory}: no *.trans.txt transcripts found (LibriSpeech layout)")
     return utterances
+
+
+def read_ljspeech(directory: str | Path) -> list[Utterance]:
+    """Utterances of an LJSpeech-layout folder: `metadata.csv` lines `ID|text|normalized text` (the
+    normalized text is used when present) next to `wavs/ID.wav`."""
+    directory = Path(directory)
+    metadata = directory / "metadata.csv"
+    utterances, missing = [], []
+    for number, line in enumerate(read_lines(metadata), start=1):
+        if not line.strip():
+            continue
+        fields = line.split("|")
+        if len(fields) < 2:
+            raise CorpusError(f"{metadata}, line {number}: expected ID|text|normalized text, got {line[:60]!r}")
+        audio = directory / "wavs" / f"{fields[0].strip()}.wav"
+        if not audio.is_file():
+            missing.append(f"line {number}: {audio}")
+        text = fields[2] if len(fields) > 2 and fields[2].strip() else fields[1]
+        utterances.append(Utterance(audio, text.strip(), number))
+    _check_found(metadata, missing)
+    if not utterances:
+        raise CorpusError(f"{metadata}: lists no utterances")
+    return utterances
+
+
+def _check_found(where: Path, missing: list[str]) -> None:
+    """Raise one error naming the first few audio files that are not there."""
+    if missing:
+        shown = "; ".join(missing[:3]) + (f"; and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise CorpusError(f"{where}: {len(missing)} audio file(s) not found ({shown})")
 
 
 def write_manifest(path: str | Path, utterances: list[tuple[str, float, str]]) -> None:

@@ -1,9 +1,10 @@
 """From a speech source to feature/label datasets for CTC training.
 
-Sources: `demo-speech` (synthesized, see `speech_demo.py`), a manifest
-(CSV/TSV; valid/test cut off, seeded), a directory holding `train.csv`,
-`valid.csv` (or `dev.csv`) and `test.csv` (or `.tsv`), or a folder in the
-LibriSpeech layout (`*.trans.txt` + `.flac`; valid/test cut off).
+Sources: `demo-speech` and `demo-tts` (synthesized, see `speech_demo.py`), a
+manifest (CSV/TSV; valid/test cut off, seeded), a directory holding
+`train.csv`, `valid.csv` (or `dev.csv`) and `test.csv` (or `.tsv`), or a
+folder in the LibriSpeech layout (`*.trans.txt` + `.flac`) or the LJSpeech
+layout (`metadata.csv` + `wavs/`; valid/test cut off).
 
 Before training, every utterance is checked: audio that is missing,
 unreadable or empty, transcripts with characters outside the vocabulary and
@@ -32,7 +33,7 @@ from keras_s2s.data.audio import read_audio
 from keras_s2s.data.augment import AUGMENT_KEYS, augment_audio, augment_features
 from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
 from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import Utterance, read_librispeech, read_manifest
+from keras_s2s.data.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
 from keras_s2s.data.speech_features import FeatureExtractor
 
 log = logging.getLogger("keras_s2s")
@@ -65,12 +66,15 @@ def _manifest_in(directory: Path, names: tuple) -> Path | None:
 def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, num_test: int = 300,
                        seed: int = 0) -> tuple[list, list, list]:
     """Train/valid/test utterance lists of a speech source."""
-    if source == "demo-speech":
-        from keras_s2s.data.speech_demo import DemoSpeech
+    if source in ("demo-speech", "demo-tts"):
+        from keras_s2s.data.speech_demo import DemoSpeech, DemoTTS
 
-        source = str(DemoSpeech(num_train=num_train or 6000, num_valid=num_valid, num_test=num_test,
-                                seed=seed).prepare())
+        demo = DemoSpeech if source == "demo-speech" else DemoTTS
+        source = str(demo(num_train=num_train or (6000 if demo is DemoSpeech else 3000), num_valid=num_valid,
+                          num_test=num_test, seed=seed).prepare())
     path = Path(source)
+    if path.is_dir() and (path / "metadata.csv").is_file():
+        return _cut_held_out(read_ljspeech(path), [], [], num_train, num_valid, num_test, seed)
     if path.is_dir():
         train_file = _manifest_in(path, ("train",))
         if train_file is None and next(path.rglob("*.trans.txt"), None) is not None:

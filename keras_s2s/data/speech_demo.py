@@ -63,6 +63,8 @@ class DemoSpeech:
         voices: tuple[str]. eSpeak NG voices to draw from.
     """
 
+    folder_name = "demo-speech"  # under KERAS_S2S_HOME
+
     def __init__(self, num_train: int = 6000, num_valid: int = 200, num_test: int = 300, seed: int = 0,
                  sample_rate: int = 16000, voices: tuple = VOICES):
         self.num_train, self.num_valid, self.num_test = num_train, num_valid, num_test
@@ -94,12 +96,13 @@ class DemoSpeech:
                 "pitch": rng.randint(30, 70)}
 
     def key(self) -> str:
-        settings = (self.num_train, self.num_valid, self.num_test, self.seed, self.sample_rate, self.voices, "v1")
+        settings = (self.num_train, self.num_valid, self.num_test, self.seed, self.sample_rate, self.voices, "v1",
+                    *([self.folder_name] if self.folder_name != "demo-speech" else []))
         return hashlib.sha256(repr(settings).encode()).hexdigest()[:12]
 
     def prepare(self, root: Path | None = None, progress: bool | None = None) -> Path:
         """Generate the corpus (once) and return its folder with train.csv, valid.csv, test.csv."""
-        folder = (root or home() / "demo-speech") / self.key()
+        folder = (root or home() / self.folder_name) / self.key()
         if (folder / "test.csv").is_file():
             return folder
         folder.parent.mkdir(parents=True, exist_ok=True)
@@ -125,7 +128,7 @@ class DemoSpeech:
                     rows.append((name, len(samples) / self.sample_rate, text))
                     index += 1
                     if progress and index % 100 == 0:
-                        print(f"\rsynthesizing demo speech: {index}/{total}", end="", file=sys.stderr, flush=True)
+                        print(f"\rsynthesizing {self.folder_name}: {index}/{total}", end="", file=sys.stderr, flush=True)
                 write_manifest(tmp / f"{split}.csv", rows)
             if progress:
                 print(file=sys.stderr)
@@ -134,3 +137,32 @@ class DemoSpeech:
             shutil.rmtree(tmp, ignore_errors=True)
         log.info("synthesized %d demo utterances in %.1fs into %s", total, time.time() - start, folder)
         return folder
+
+
+class DemoTTS(DemoSpeech):
+    """The built-in speech-synthesis task (`--data demo-tts`): one voice, one rate, one pitch.
+
+    Sentences are written as people write them (a capital letter, a full stop,
+    numbers often as digits: "The 2 red dogs see a cat."), so the text
+    normalizer has work to do; eSpeak NG speaks them with the `en-us` voice at
+    160 words per minute and keeps its native 22,050 Hz. Cached under
+    `KERAS_S2S_HOME/demo-tts/`.
+    """
+
+    folder_name = "demo-tts"
+
+    def __init__(self, num_train: int = 3000, num_valid: int = 100, num_test: int = 100, seed: int = 0,
+                 sample_rate: int = 22050, voice: str = "en-us", words_per_minute: int = 160, pitch: int = 50):
+        super().__init__(num_train, num_valid, num_test, seed, sample_rate, voices=(voice,))
+        self.words_per_minute, self.pitch = words_per_minute, pitch
+
+    def sentence(self, rng: random.Random) -> str:
+        words = super().sentence(rng).split()
+        words = [str(NUMBERS.index(w) + 2) if w in NUMBERS and rng.random() < 0.5 else w for w in words]
+        return " ".join(words).capitalize() + rng.choice(".....!?")
+
+    def utterance_settings(self, rng: random.Random) -> dict:
+        return {"voice": self.voices[0], "words_per_minute": self.words_per_minute, "pitch": self.pitch}
+
+    def key(self) -> str:
+        return super().key() + f"-{self.words_per_minute}-{self.pitch}"

@@ -129,19 +129,25 @@ class SpeechToText(keras.Model):
         return save_to_preset(self, directory, metadata)
 
     def get_config(self):
-        config = super().get_config()
-        config.update({
-            "vocab_size": self.vocab_size, "num_features": self.num_features,
-            "vocabulary": keras.saving.serialize_keras_object(self.vocabulary) if self.vocabulary else None,
-            "extractor": keras.saving.serialize_keras_object(self.extractor) if self.extractor else None,
-        })
-        return config
+        config = {**super().get_config(), "vocab_size": self.vocab_size, "num_features": self.num_features}
+        return serialize_assets(config, vocabulary=self.vocabulary, extractor=self.extractor)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        for key in ("vocabulary", "extractor"):
-            if config.get(key):
-                config[key] = keras.saving.deserialize_keras_object(config[key])
-        return cls(**config)
+        return cls(**deserialize_assets(config, ("vocabulary", "extractor")))
+
+
+def serialize_assets(config: dict, **assets) -> dict:
+    """`config` with each asset object (vocabulary, feature extractor; None stays None) serialized."""
+    return {**config, **{key: keras.saving.serialize_keras_object(value) if value is not None else None
+                         for key, value in assets.items()}}
+
+
+def deserialize_assets(config: dict, keys: tuple) -> dict:
+    """A copy of `config` with the serialized asset objects under `keys` rebuilt."""
+    config = dict(config)
+    for key in keys:
+        if config.get(key):
+            config[key] = keras.saving.deserialize_keras_object(config[key])
+    return config
 

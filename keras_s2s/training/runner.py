@@ -11,6 +11,8 @@ A run directory holds::
     model.keras          the final model (tokenizer inside), written atomically
     preset/              the same as a preset (config, weights, metadata.json with card, steps, metrics)
     eval.json            held-out BLEU/chrF;  hypotheses.txt  the test translations
+                         (speech: WER/CER, transcripts.txt; synthesis: attention focus and
+                         mel distances, samples/ with WAVs, alignment and mel plots)
 
 Example:
     >>> result = train("gnmt", data="demo", out="runs/gnmt", steps=200, overrides={"units": 128})
@@ -35,10 +37,12 @@ from keras_s2s import zoo
 from keras_s2s.data.parallel import read_splits, load_parallel_data
 from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
+from keras_s2s.data.tts import TTS_DATA_KEYS, load_tts_data, normalized_utterances
 from keras_s2s.distribute import get_strategy
 from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
+from keras_s2s.training.tts_eval import evaluate_synthesis
 
 log = logging.getLogger("keras_s2s")
 
@@ -189,6 +193,25 @@ def prepare_speech(card, out: Path, policy: str, strategy) -> PreparedTask:
                         lambda model: evaluate_speech(model, data.test_utterances, out))
 
 
+def prepare_synthesis(card, out: Path, policy: str, strategy) -> PreparedTask:
+    """Speech synthesis: normalized texts, cached mel targets, alignment/mel-distance evaluation."""
+    start = time.time()
+    data = load_tts_data(**{key: card.data[key] for key in TTS_DATA_KEYS if key in card.data},
+                         reduction_factor=card.model.get("reduction_factor", 1), repeat=True,
+                         drop_remainder=strategy.num_replicas_in_sync > 1)
+    _write_card(out, card)
+    log.info("data ready in %.1fs", time.time() - start)
+    return PreparedTask(data.train, data.valid, len(data.train_utterances),
+                        {"vocabulary": data.vocabulary, "extractor": data.extractor},
+                        lambda model: evaluate_synthesis(model, data.test_utterances, out))
+
+
+def _prepare(card):
+    if zoo.is_synthesis(card):
+        return prepare_synthesis
+    return prepare_speech if zoo.is_speech(card) else prepare_text
+
+
 def train(
     model: str,
     data: str | None = None,
@@ -220,8 +243,7 @@ def train(
     card.training["precision"] = policy  # resolved once, logged once
     check_run_dir(out, card)
     strategy = get_strategy(card.training["strategy"], devices=devices)
-    prepare = prepare_speech if zoo.is_speech(card) else prepare_text
-    task = prepare(card, out, policy, strategy)
+    task = _prepare(card)(card, out, policy, strategy)
     model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
     steps_per_epoch = _steps_per_epoch(card, task.num_train)
     epochs = epochs or card.training["epochs"]
@@ -263,13 +285,17 @@ def train(
 
 def evaluate_run(run_dir: str | Path, data: str | None = None, beam_width: int = 1,
                  length_penalty: float = 0.6, coverage_penalty: float = 0.0) -> dict:
-    """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU or WER."""
+    """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU, WER or
+    the synthesis checks (attention focus, mel distances)."""
     run_dir = Path(run_dir)
     card = zoo.get_card(str(run_dir / "card.yaml"))
-    if zoo.is_speech(card):
+    if zoo.is_speech(card) or zoo.is_synthesis(card):
         split_keys = ("num_train", "num_valid", "num_test", "seed")
         splits = {key: card.data[key] for key in split_keys if key in card.data}
         _, _, test = read_speech_splits(data or card.data["source"], **splits)
+        if zoo.is_synthesis(card):
+            test = [u for u in normalized_utterances(test) if u.transcript]
+            return evaluate_synthesis(load_model(run_dir), test, run_dir)
         return evaluate_speech(load_model(run_dir), test, run_dir, beam_width=beam_width)
     split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
     splits = {key: card.data[key] for key in split_keys if key in card.data}  # missing: the same defaults as train

@@ -21,7 +21,7 @@ from keras_s2s.config import Card, CardError, load_card
 from keras_s2s.distribute import get_strategy
 from keras_s2s.data.characters import CharVocabulary
 from keras_s2s.data.speech_features import FeatureExtractor
-from keras_s2s.models import ARCHITECTURES, SpeechToText
+from keras_s2s.models import ARCHITECTURES, SpeechToText, Tacotron2
 from keras_s2s.training.losses import SmoothedCrossEntropy
 from keras_s2s.training.metrics import MaskedAccuracy
 from keras_s2s.training.optimizers import build_optimizer
@@ -59,10 +59,19 @@ def is_speech(card: Card) -> bool:
     return issubclass(ARCHITECTURES[card.architecture], SpeechToText)
 
 
+def is_synthesis(card: Card) -> bool:
+    """Whether the card's architecture is a speech synthesizer (Tacotron 2)."""
+    return issubclass(ARCHITECTURES[card.architecture], Tacotron2)
+
+
 def speech_assets(card: Card):
-    """The feature extractor and character vocabulary a speech card describes."""
-    extractor = FeatureExtractor(**card.data.get("features", {}))
+    """The feature extractor and character vocabulary a speech card (recognition or synthesis) describes."""
+    from keras_s2s.data.tts import mel_extractor, tts_vocabulary
+
     characters = card.data.get("characters")
+    if is_synthesis(card):
+        return mel_extractor(**card.data.get("features", {})), tts_vocabulary(characters)
+    extractor = FeatureExtractor(**card.data.get("features", {}))
     return extractor, CharVocabulary(characters) if characters else CharVocabulary()
 
 
@@ -70,10 +79,11 @@ def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
     """Compile `model` with the card's optimizer, schedule and loss-scale settings.
 
     Translation models get label-smoothed cross-entropy and token accuracy;
-    speech recognizers compute their CTC loss themselves (`compute_loss`).
+    speech recognizers (CTC) and synthesizers (mel + stop token) compute
+    their losses themselves (`compute_loss`).
     """
     training = card.training
-    speech = isinstance(model, SpeechToText)
+    speech = isinstance(model, (SpeechToText, Tacotron2))
     model.compile(
         optimizer=build_optimizer(training, policy),
         loss=None if speech else SmoothedCrossEntropy(training.get("label_smoothing", 0.0)),
@@ -96,12 +106,18 @@ def _precision_and_scope(card: Card, strategy):
 def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, extractor=None) -> keras.Model:
     """Set precision, then build and compile the card's model inside the strategy's scope.
 
-    Translation models take a `tokenizer`; speech recognizers a `vocabulary`
-    and an `extractor` (default: those the card's data part describes).
+    Translation models take a `tokenizer`; speech recognizers and
+    synthesizers a `vocabulary` and an `extractor` (default: those the card's
+    data part describes).
     """
     policy, scope = _precision_and_scope(card, strategy)
     kwargs = dict(card.model)
-    if is_speech(card):
+    if is_synthesis(card):
+        default_extractor, default_vocabulary = speech_assets(card)
+        kwargs["extractor"] = extractor = extractor or default_extractor
+        kwargs["vocabulary"] = vocabulary = vocabulary or default_vocabulary
+        kwargs["num_mels"], kwargs["vocab_size"] = extractor.feature_size, vocabulary.vocab_size
+    elif is_speech(card):
         if vocabulary is None and card.data.get("vocabulary") == "subword":
             raise CardError(f"{card.path}: a subword vocabulary is learned from the training transcripts; pass "
                             "vocabulary= (e.g. load_speech_data(...).vocabulary)")
@@ -137,7 +153,7 @@ def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None
         tokenizer: SubwordTokenizer | None. Translation: sets the vocabulary
             size and is saved with the model.
         vocabulary, extractor: CharVocabulary, FeatureExtractor | None.
-            Speech recognition (default: the card's `data.characters` and
+            Speech recognition and synthesis (default: the card's `data.characters` and
             `data.features`); saved with the model.
         strategy: str | tf.distribute.Strategy | None. Build inside this
             strategy's scope. None: the current scope if inside one, else

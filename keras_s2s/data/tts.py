@@ -1,0 +1,150 @@
+"""From a speech-synthesis corpus to (text ids, mel-spectrogram) batches for Tacotron 2.
+
+Sources are those of speech recognition (`speech.py`): `demo-tts`, the
+LJSpeech layout (`metadata.csv` + `wavs/`), a manifest, or a directory of
+split manifests. Texts are normalized (`normalize_text`: numbers,
+abbreviations, symbols) and encoded as characters (0 = padding). Targets are
+log-mel spectrograms computed with `FeatureExtractor` (80 bands, 50 ms
+window, 12.5 ms hop, 125-7600 Hz, natural log of the power floored at 1e-5,
+no normalization), once per utterance: they are cached in memory (or in a
+file, `cache: PATH`) after the first epoch. Batches are bucketed by length;
+padded frames hold the log floor (silence), and the frame count is a
+multiple of the reduction factor.
+
+Example:
+    >>> data = load_tts_data("demo-tts", batch_size=16, reduction_factor=2)
+    >>> inputs, mel = next(iter(data.train))   # {"text", "mel", "mel_lengths"}, [B, T, 80]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from keras_s2s.data.audio import read_audio
+from keras_s2s.data.characters import CharVocabulary
+from keras_s2s.data.corpus import CorpusError
+from keras_s2s.data.manifest import Utterance
+from keras_s2s.data.speech import read_speech_splits, usable_utterances
+from keras_s2s.data.speech_features import FeatureExtractor
+from keras_s2s.data.text_normalization import TTS_CHARACTERS, normalize_text
+
+log = logging.getLogger("keras_s2s")
+MEL_FEATURES = {"kind": "logmel", "sample_rate": 22050, "num_features": 80, "window_ms": 50.0, "stride_ms": 12.5,
+                "fmin": 125.0, "fmax": 7600.0, "preemphasis": 0.0, "dither": 0.0, "normalize": False,
+                "log_floor": 1e-5}
+TTS_DATA_KEYS = ("source", "features", "characters", "batch_size", "num_train", "num_valid", "num_test", "seed",
+                 "min_duration", "max_duration", "cache")  # the card's data keys that load_tts_data takes
+
+
+def mel_extractor(**settings) -> FeatureExtractor:
+    """The Tacotron 2 target extractor: `MEL_FEATURES` with `settings` changed."""
+    return FeatureExtractor(**{**MEL_FEATURES, **settings})
+
+
+def tts_vocabulary(characters: str | None = None) -> CharVocabulary:
+    """Input characters of the synthesizer (id 0 = padding)."""
+    return CharVocabulary(characters or TTS_CHARACTERS)
+
+
+def normalized_utterances(utterances: list[Utterance]) -> list[Utterance]:
+    """The utterances with their text in spoken form; text without a letter becomes empty (and is skipped)."""
+    def spoken(text):
+        text = normalize_text(text)
+        return text if any(c.isalpha() for c in text) else ""
+    return [dataclasses.replace(u, transcript=spoken(u.transcript)) for u in utterances]
+
+
+@dataclasses.dataclass
+class TTSData:
+    """Mel extractor, input vocabulary, datasets and held-out utterances of a synthesis task."""
+
+    extractor: FeatureExtractor
+    vocabulary: CharVocabulary
+    train: tf.data.Dataset
+    valid: tf.data.Dataset | None
+    train_utterances: list
+    valid_utterances: list
+    test_utterances: list
+
+
+def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: FeatureExtractor,
+                     vocabulary: CharVocabulary, reduction_factor: int = 1, batch_size: int = 32,
+                     shuffle: bool = True, repeat: bool = False, drop_remainder: bool = False,
+                     pad_to_multiple: int = 1, cache: str = "memory", bucket_seconds: float = 1.0, seed: int = 0):
+    """Batched ({"text": [B, L], "mel": [B, T, M], "mel_lengths": [B]}, mel [B, T, M]) dataset.
+
+    T is a multiple of `reduction_factor` (and of `pad_to_multiple`);
+    `cache` is `memory`, a file path prefix, or empty for no caching.
+    """
+    texts = [vocabulary.encode(u.transcript) for u, _ in utterances]
+    flat = np.fromiter((i for row in texts for i in row), dtype=np.int32)
+    ragged = tf.RaggedTensor.from_row_lengths(flat, np.array([len(r) for r in texts], np.int64))
+    paths = [str(u.path) for u, _ in utterances]
+    rate, silence = extractor.sample_rate, math.log(extractor.log_floor)
+
+    def featurize(path, text):
+        audio = tf.numpy_function(lambda p: read_audio(p.decode(), rate), [path], tf.float32)
+        audio.set_shape([None])
+        mel = extractor(audio)
+        return text, mel, tf.shape(mel)[0]
+
+    ds = tf.data.Dataset.from_tensor_slices((paths, ragged)).map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
+    if cache:
+        ds = ds.cache("" if cache == "memory" else cache)
+    if shuffle:
+        ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        ds = ds.repeat()
+    longest = extractor.num_frames(int(max(seconds for _, seconds in utterances) * rate))
+    per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
+    boundaries = list(range(per_bucket, longest + 2, per_bucket)) or [per_bucket]
+    ds = ds.bucket_by_sequence_length(lambda t, m, n: n, boundaries, [batch_size] * (len(boundaries) + 1),
+                                      padding_values=(0, silence, 0), drop_remainder=drop_remainder)
+    multiple = reduction_factor * pad_to_multiple // math.gcd(reduction_factor, pad_to_multiple)
+
+    def to_inputs(text, mel, lengths):
+        mel = tf.pad(mel, [[0, 0], [0, (-tf.shape(mel)[1]) % multiple], [0, 0]], constant_values=silence)
+        return {"text": text, "mel": mel, "mel_lengths": lengths}, mel
+
+    return ds.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def load_tts_data(source: str = "demo-tts", features: dict | None = None, characters: str | None = None,
+                  batch_size: int = 32, num_train: int = 0, num_valid: int = 100, num_test: int = 100, seed: int = 0,
+                  min_duration: float = 0.1, max_duration: float = 12.0, cache: str = "memory",
+                  reduction_factor: int = 1, pad_to_multiple: int = 1, repeat: bool = False,
+                  drop_remainder: bool = False) -> TTSData:
+    """Load a synthesis corpus and build its pipelines.
+
+    Args:
+        source: str. `demo-tts`, an LJSpeech-layout folder, a manifest or a directory of split manifests.
+        features: dict | None. Changes to `MEL_FEATURES` (window_ms, stride_ms, fmin, fmax, num_features, ...).
+        characters: str | None. Input characters (default `TTS_CHARACTERS`).
+        num_train: int. Cap on training utterances (0 = all; demo-tts: how many to synthesize, default 3000).
+        min_duration, max_duration: float. Seconds; others are skipped and counted.
+        cache: str. Where mel targets are kept after the first epoch: `memory`, a file prefix, or "".
+        reduction_factor: int. Mel frames per decoder step (frame counts are padded to a multiple).
+    """
+    extractor = mel_extractor(**(features or {}))
+    vocabulary = tts_vocabulary(characters)
+    train, valid, test = (normalized_utterances(split) for split in
+                          read_speech_splits(source, num_train, num_valid, num_test, seed))
+    train_ok = usable_utterances(train, vocabulary, min_duration, max_duration, "train")
+    valid_ok = usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
+    test = [u for u, _ in usable_utterances(test, vocabulary, min_duration, max_duration, "test")] if test else []
+    if not test:
+        raise CorpusError(f"{source}: no usable held-out test utterances")
+    common = dict(extractor=extractor, vocabulary=vocabulary, reduction_factor=reduction_factor,
+                  batch_size=batch_size, pad_to_multiple=pad_to_multiple, seed=seed)
+    train_ds = make_tts_dataset(train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder,
+                                cache=cache, **common)
+    valid_ds = make_tts_dataset(valid_ok, shuffle=False, cache=cache and "memory", **common) if valid_ok else None
+    log.info("synthesis data: %d train / %d valid / %d test utterances, %.2f h of training audio",
+             len(train_ok), len(valid_ok), len(test), sum(s for _, s in train_ok) / 3600)
+    return TTSData(extractor, vocabulary, train_ds, valid_ds, [u for u, _ in train_ok], [u for u, _ in valid_ok],
+                   test)

@@ -1,0 +1,63 @@
+"""PNG plots people judge sequence models by: attention alignments and spectrograms.
+
+Uses matplotlib's non-interactive Agg backend; files are written atomically.
+
+Example:
+    >>> plot_alignment(result["alignment"], "runs/tts/samples/0-alignment.png", title="the red dog")
+    >>> plot_mels({"predicted": predicted, "target": target}, "runs/tts/samples/0-mel.png")
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from keras_s2s.training.files import atomic_write
+
+
+def _pyplot():
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError('plots need matplotlib: pip install "keras-s2s[audio]"') from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def _save(figure, path: str | Path) -> Path:
+    plt = _pyplot()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write(path, lambda p: figure.savefig(p, format="png", dpi=100, bbox_inches="tight"))
+    plt.close(figure)
+    return path
+
+
+def plot_alignment(alignment: np.ndarray, path: str | Path, title: str = "", xlabel: str = "decoder step",
+                   ylabel: str = "input character") -> Path:
+    """Heat map of attention weights [output steps, input positions]: a good one is a clean diagonal."""
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(8, 4))
+    image = axis.imshow(np.asarray(alignment).T, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=1,
+                        interpolation="nearest")
+    axis.set(xlabel=xlabel, ylabel=ylabel, title=title[:90])
+    figure.colorbar(image, ax=axis)
+    return _save(figure, path)
+
+
+def plot_mels(mels: dict, path: str | Path, title: str = "") -> Path:
+    """One panel per named log-mel spectrogram [frames, bands], stacked, on a shared colour scale."""
+    plt = _pyplot()
+    figure, axes = plt.subplots(len(mels), 1, figsize=(8, 2.4 * len(mels)), squeeze=False)
+    low = min(float(np.min(m)) for m in mels.values())
+    high = max(float(np.max(m)) for m in mels.values())
+    for axis, (name, mel) in zip(axes[:, 0], mels.items()):
+        image = axis.imshow(np.asarray(mel).T, origin="lower", aspect="auto", cmap="magma", vmin=low, vmax=high)
+        axis.set(ylabel=f"{name}\nmel band")
+    axes[-1, 0].set_xlabel("frame")
+    axes[0, 0].set_title(title[:90])
+    figure.colorbar(image, ax=axes[:, 0].tolist())
+    return _save(figure, path)
