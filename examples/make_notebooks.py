@@ -187,6 +187,73 @@ print(error_rates(hypotheses, references))""",
 about 12 minutes on 2 CPU cores) the held-out WER is below 1%; see `docs/speech.md`.""",
 ])
 
-for name, nb in (("translation", translation), ("mixed_precision_and_distribution", precision), ("speech_recognition", speech)):
+synthesis = notebook([
+"""md:# Speech synthesis: text normalization, mel targets, Tacotron 2, alignment, Griffin-Lim
+
+Synthesizes a one-voice English corpus with eSpeak NG (offline, from pip), turns it into mel-spectrogram
+targets, trains a small Tacotron 2 for a minute, looks at its attention alignment and turns its output
+into audio with Griffin-Lim. Needs the audio extra (`pip install ".[audio]"`). A minute of training only
+starts the alignment; the `tacotron2_demo` card trains for about 20 minutes (see `docs/speech_synthesis.md`).""",
+"""import os
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+import keras
+import matplotlib.pyplot as plt
+import numpy as np
+from IPython.display import Audio
+
+import keras_s2s
+from keras_s2s.data.text_normalization import normalize_text
+from keras_s2s.data.tts import load_tts_data
+from keras_s2s.vocoder import GriffinLim
+
+keras.utils.set_random_seed(0)""",
+"""md:## Text normalization
+
+The model reads characters, so numbers, abbreviations and symbols are spelled out first.""",
+"""for text in ["Dr. Smith paid $3.50 for 2 apples.", "On May 1st, 1999 at 10:30, 45% said \\u201cyes\\u201d."]:
+    print(f"{text}\\n  -> {normalize_text(text)}")""",
+"""md:## Data: characters in, 80-band log-mel frames out
+
+`load_tts_data` reads an LJSpeech-layout folder or a manifest (here the generated `demo-tts` corpus),
+normalizes the text and computes the mel targets once (cached after the first epoch).""",
+"""data = load_tts_data("demo-tts", num_train=240, num_valid=8, num_test=8, batch_size=16, reduction_factor=2)
+inputs, mel = next(iter(data.train))
+print({name: tuple(value.shape) for name, value in inputs.items()})
+plt.figure(figsize=(8, 3))
+plt.imshow(mel[0, :inputs["mel_lengths"][0]].numpy().T, origin="lower", aspect="auto", cmap="magma")
+plt.xlabel("frame (12.5 ms)"); plt.ylabel("mel band"); plt.title(data.vocabulary.decode(inputs["text"][0].numpy()))
+plt.tight_layout(); plt.show()""",
+"""md:## A small Tacotron 2, trained with teacher forcing
+
+`fit` feeds the true previous frames; the loss adds mel MSE before and after the post-net, the stop
+token and the guided-attention term that pulls attention toward the diagonal.""",
+"""model = keras_s2s.zoo.load("tacotron2_demo", vocabulary=data.vocabulary, extractor=data.extractor,
+                           embedding_dim=64, encoder_channels=64, encoder_units=32, attention_lstm_units=128,
+                           decoder_lstm_units=128, postnet_channels=64, prenet_units=[64, 64],
+                           learning_rate=0.003, warmup_steps=10)
+history = model.fit(data.train, epochs=2, steps_per_epoch=30, verbose=2)""",
+"""md:## Alignment
+
+Each decoder step (x) attends to input characters (y). A trained model draws a clean diagonal
+line; after a minute of training the diagonal is only beginning to form.""",
+"""outputs = model(inputs, training=False)
+plt.figure(figsize=(8, 3))
+plt.imshow(outputs["alignment"][0].numpy().T, origin="lower", aspect="auto", vmin=0, vmax=1)
+plt.xlabel("decoder step"); plt.ylabel("character"); plt.title("teacher-forced alignment")
+plt.colorbar(); plt.tight_layout(); plt.show()""",
+"""md:## Free-running synthesis and Griffin-Lim
+
+`infer` runs the decoder on its own output until the stop token fires (or the step limit);
+`GriffinLim` inverts the mel filterbank and recovers a phase. Any callable vocoder can replace it.""",
+"""result = model.infer(["The 2 red dogs see a cat."], max_decoder_steps=200)[0]
+print(f"{len(result['mel'])} frames, stopped by the stop token: {result['stopped']}")
+vocoder = GriffinLim(data.extractor, iterations=30)
+Audio(vocoder(result["mel"]), rate=vocoder.sample_rate)""",
+"""md:From the command line, the same in full: `keras-s2s train tacotron2_demo --data demo-tts`, then
+`keras-s2s synthesize --model runs/tacotron2_demo "The 2 red dogs see a cat." -o dogs.wav --plot`.""",
+])
+
+for name, nb in (("translation", translation), ("mixed_precision_and_distribution", precision),
+                 ("speech_recognition", speech), ("speech_synthesis", synthesis)):
     nbf.write(nb, Path(__file__).resolve().parent / f"{name}.ipynb")
 print("written")

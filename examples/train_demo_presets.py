@@ -1,7 +1,7 @@
 """Train the demo presets shipped in keras_s2s/zoo/presets/ and registered in the cards.
 
     python examples/train_demo_presets.py convs2s_demo   # about 4 minutes on 2 CPU cores
-    python examples/train_demo_presets.py jasper_demo    # about 8 minutes on 2 CPU cores
+    python examples/train_demo_presets.py jasper_demo    # about 10 minutes on 2 CPU cores
 
 The same command with the same seed gives the same model up to oneDNN's
 non-deterministic float rounding (held-out BLEU / WER within a few points).

@@ -11,7 +11,7 @@ NOTEBOOKS = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.ip
 
 
 def test_there_are_notebooks_for_each_family():
-    assert {p.stem for p in NOTEBOOKS} >= {"translation", "mixed_precision_and_distribution", "speech_recognition"}
+    assert {p.stem for p in NOTEBOOKS} >= {"translation", "mixed_precision_and_distribution", "speech_recognition", "speech_synthesis"}
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

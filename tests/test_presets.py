@@ -211,3 +211,18 @@ def test_the_shipped_demo_preset_loads_offline_verified_and_translates(home, mon
     bleu = score(model.translate([s for s, _ in test]), [t for _, t in test])["bleu"]
     assert bleu > 60, f"the demo preset scored BLEU {bleu} (77.0 on all 500 when it was trained)"
     assert model.optimizer is not None and zoo.get_card("convs2s").presets["demo"]["size"] > 0
+
+
+def test_the_shipped_speech_demo_preset_loads_offline_and_transcribes_new_speech(home, monkeypatch, tmp_path):
+    from keras_s2s.data.manifest import read_manifest
+    from keras_s2s.data.speech_demo import DemoSpeech
+    from keras_s2s.training.speech_eval import error_rates
+
+    monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
+    model = zoo.load("jasper_demo", weights="demo", precision="float32")
+    folder = DemoSpeech(num_train=0, num_valid=0, num_test=24, seed=4321).prepare(root=tmp_path)
+    utterances = read_manifest(folder / "test.csv")
+    hypotheses = model.transcribe([u.path for u in utterances])
+    wer = error_rates(hypotheses, [u.transcript for u in utterances])["wer"]
+    assert wer < 10, f"the speech demo preset's WER on 24 new utterances is {wer}% (0.45% when trained)"
+    assert zoo.get_card("jasper").presets["demo"]["sha256"] == zoo.get_card("jasper_demo").presets["demo"]["sha256"]

@@ -239,7 +239,7 @@ def home_dir(tmp_path_factory):
 def test_a_trained_tiny_model_aligns_and_stops_before_the_limit(trained_run):
     out, result = trained_run
     saved = json.loads((out / "eval.json").read_text())
-    assert saved == result
+    assert saved == {key: value for key, value in result.items() if key != "train_seconds"}, result
     assert result["stopped"] == 1.0, result  # every held-out utterance ended by its stop token
     assert result["attention_focus"] > 0.3, result  # 4-6 x sharper than uniform attention (~1/40)
     assert 0.6 < result["length_ratio"] < 1.5, result

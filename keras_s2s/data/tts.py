@@ -8,8 +8,9 @@ log-mel spectrograms computed with `FeatureExtractor` (80 bands, 50 ms
 window, 12.5 ms hop, 125-7600 Hz, natural log of the power floored at 1e-5,
 no normalization), once per utterance: they are cached in memory (or in a
 file, `cache: PATH`) after the first epoch. Batches are bucketed by length;
-padded frames hold the log floor (silence), and the frame count is a
-multiple of the reduction factor.
+padded frames hold the log floor (silence), every utterance is followed by
+at least `tail_steps` decoder steps of them (where the stop token is
+trained), and the frame count is a multiple of the reduction factor.
 
 Example:
     >>> data = load_tts_data("demo-tts", batch_size=16, reduction_factor=2)
@@ -75,10 +76,12 @@ class TTSData:
 def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: FeatureExtractor,
                      vocabulary: CharVocabulary, reduction_factor: int = 1, batch_size: int = 32,
                      shuffle: bool = True, repeat: bool = False, drop_remainder: bool = False,
-                     pad_to_multiple: int = 1, cache: str = "memory", bucket_seconds: float = 1.0, seed: int = 0):
+                     pad_to_multiple: int = 1, cache: str = "memory", bucket_seconds: float = 1.0, seed: int = 0,
+                     tail_steps: int = 0):
     """Batched ({"text": [B, L], "mel": [B, T, M], "mel_lengths": [B]}, mel [B, T, M]) dataset.
 
-    T is a multiple of `reduction_factor` (and of `pad_to_multiple`);
+    T is a multiple of `reduction_factor` (and of `pad_to_multiple`), with at
+    least `tail_steps` decoder steps of silence after every utterance;
     `cache` is `memory`, a file path prefix, or empty for no caching.
     """
     texts = [vocabulary.encode(u.transcript) for u, _ in utterances]
@@ -108,7 +111,9 @@ def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: Featu
     multiple = reduction_factor * pad_to_multiple // math.gcd(reduction_factor, pad_to_multiple)
 
     def to_inputs(text, mel, lengths):
-        mel = tf.pad(mel, [[0, 0], [0, (-tf.shape(mel)[1]) % multiple], [0, 0]], constant_values=silence)
+        frames = tf.shape(mel)[1] + tail_steps * reduction_factor
+        mel = tf.pad(mel, [[0, 0], [0, frames - tf.shape(mel)[1] + (-frames) % multiple], [0, 0]],
+                     constant_values=silence)
         return {"text": text, "mel": mel, "mel_lengths": lengths}, mel
 
     return ds.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
@@ -117,7 +122,7 @@ def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: Featu
 def load_tts_data(source: str = "demo-tts", features: dict | None = None, characters: str | None = None,
                   batch_size: int = 32, num_train: int = 0, num_valid: int = 100, num_test: int = 100, seed: int = 0,
                   min_duration: float = 0.1, max_duration: float = 12.0, cache: str = "memory",
-                  reduction_factor: int = 1, pad_to_multiple: int = 1, repeat: bool = False,
+                  reduction_factor: int = 1, tail_steps: int = 0, pad_to_multiple: int = 1, repeat: bool = False,
                   drop_remainder: bool = False) -> TTSData:
     """Load a synthesis corpus and build its pipelines.
 
@@ -129,6 +134,7 @@ def load_tts_data(source: str = "demo-tts", features: dict | None = None, charac
         min_duration, max_duration: float. Seconds; others are skipped and counted.
         cache: str. Where mel targets are kept after the first epoch: `memory`, a file prefix, or "".
         reduction_factor: int. Mel frames per decoder step (frame counts are padded to a multiple).
+        tail_steps: int. Decoder steps of silence after every utterance (the model's `stop_tail`).
     """
     extractor = mel_extractor(**(features or {}))
     vocabulary = tts_vocabulary(characters)
@@ -140,7 +146,7 @@ def load_tts_data(source: str = "demo-tts", features: dict | None = None, charac
     if not test:
         raise CorpusError(f"{source}: no usable held-out test utterances")
     common = dict(extractor=extractor, vocabulary=vocabulary, reduction_factor=reduction_factor,
-                  batch_size=batch_size, pad_to_multiple=pad_to_multiple, seed=seed)
+                  batch_size=batch_size, pad_to_multiple=pad_to_multiple, seed=seed, tail_steps=tail_steps)
     train_ds = make_tts_dataset(train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder,
                                 cache=cache, **common)
     valid_ds = make_tts_dataset(valid_ok, shuffle=False, cache=cache and "memory", **common) if valid_ok else None

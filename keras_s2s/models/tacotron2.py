@@ -10,7 +10,7 @@ context] gives the frames and the stop-token logit. A 5-convolution post-net
 adds a residual. `fit` teacher-forces (inputs `{"text", "mel",
 "mel_lengths"}`, targets the mel frames); `compute_loss` adds, in float32,
 the mel MSE before and after the post-net over real frames, the stop-token
-binary cross-entropy over real steps, and optionally the guided-attention loss (Tachibana
+binary cross-entropy over real steps and a few silent steps after them, and optionally the guided-attention loss (Tachibana
 et al. 2018), which makes attention diagonal within a few hundred steps.
 `infer` runs the decoder autoregressively in one `tf.function` until every
 utterance's stop probability passes `stop_threshold` or `max_decoder_steps`.
@@ -52,7 +52,9 @@ class Tacotron2(keras.Model):
         lstm_dropout: float. On the two decoder LSTMs' outputs.
         guided_attention: float. Weight of the guided-attention loss (0 = off).
         guided_attention_width: float. Its g: how far from the diagonal attention may stray.
-        stop_weight: float. Weight of the one "stop" step against the "go on" steps in the stop loss.
+        stop_tail: int. Steps of silence after the end that are trained as "stop" too (the data
+            pipeline pads every utterance with them), so that a model running past the end stops.
+        stop_weight: float. Weight of the "stop" steps against the "go on" steps in the stop loss.
         stop_threshold: float. Stop probability that ends an utterance at inference.
         max_decoder_steps: int. Inference limit in decoder steps.
         vocabulary: CharVocabulary | None. Input characters; saved with the model.
@@ -66,7 +68,8 @@ class Tacotron2(keras.Model):
                  attention_lstm_units: int = 1024,
                  decoder_lstm_units: int = 1024, postnet_channels: int = 512, postnet_kernel: int = 5,
                  postnet_layers: int = 5, reduction_factor: int = 1, dropout: float = 0.5, lstm_dropout: float = 0.1,
-                 guided_attention: float = 0.0, guided_attention_width: float = 0.2, stop_weight: float = 5.0, stop_threshold: float = 0.5,
+                 guided_attention: float = 0.0, guided_attention_width: float = 0.2, stop_tail: int = 4, stop_weight: float = 1.0,
+                 stop_threshold: float = 0.5,
                  max_decoder_steps: int = 1000, vocabulary=None, extractor=None, **kwargs):
         super().__init__(**kwargs)
         if vocabulary is not None and vocabulary.vocab_size != vocab_size:
@@ -83,7 +86,8 @@ class Tacotron2(keras.Model):
             decoder_lstm_units=decoder_lstm_units, postnet_channels=postnet_channels, postnet_kernel=postnet_kernel,
             postnet_layers=postnet_layers, reduction_factor=reduction_factor, dropout=dropout,
             lstm_dropout=lstm_dropout, guided_attention=guided_attention,
-            guided_attention_width=guided_attention_width, stop_weight=stop_weight, stop_threshold=stop_threshold,
+            guided_attention_width=guided_attention_width, stop_tail=stop_tail, stop_weight=stop_weight,
+            stop_threshold=stop_threshold,
             max_decoder_steps=max_decoder_steps)
         self.num_mels, self.reduction_factor = num_mels, reduction_factor
         self.vocabulary, self.extractor = vocabulary, extractor
@@ -192,9 +196,10 @@ class Tacotron2(keras.Model):
                 "alignment": tf.transpose(alignments.stack(), [1, 0, 2])}
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """Mel MSE before + after the post-net over real frames, stop-token BCE over real steps (the
-        last one, "stop", weighted `stop_weight`), and the weighted guided-attention loss, in float32.
-        Padding never changes the loss."""
+        """Mel MSE before + after the post-net over real frames, stop-token BCE over the real steps and
+        `stop_tail` steps of silence after them (the last real step and those are "stop", weighted
+        `stop_weight`), and the weighted guided-attention loss, in float32. Padding beyond
+        `stop_tail` steps never changes the loss."""
         target = ops.cast(y, "float32")
         lengths = ops.cast(x["mel_lengths"], "int32")
         frames, r = ops.shape(target)[1], self.reduction_factor
@@ -207,10 +212,11 @@ class Tacotron2(keras.Model):
         mel_loss, postnet_loss = masked_mse(y_pred["mel"]), masked_mse(y_pred["mel_postnet"])
         step = ops.arange(ops.shape(y_pred["stop"])[1])[None, :]
         last_step = ((lengths - 1) // r)[:, None]  # the step that holds the last real frame: "stop"
-        stop_target = ops.cast(step == last_step, "float32")
-        weights = ops.cast(step <= last_step, "float32") * (1.0 + (self.settings["stop_weight"] - 1.0) * stop_target)
+        counted = ops.cast(step <= last_step + self.settings["stop_tail"], "float32")
+        stop_target = ops.cast(step >= last_step, "float32")
+        weights = counted * (1.0 + (self.settings["stop_weight"] - 1.0) * stop_target)
         stop_losses = ops.binary_crossentropy(stop_target, ops.cast(y_pred["stop"], "float32"), from_logits=True)
-        stop_loss = ops.sum(stop_losses * weights) / ops.sum(ops.cast(step <= last_step, "float32"))
+        stop_loss = ops.sum(stop_losses * weights) / ops.sum(counted)
         attention_loss = self.guided_attention_loss(y_pred["alignment"], x["text"], lengths)
         loss = mel_loss + postnet_loss + stop_loss + self.settings["guided_attention"] * attention_loss
         for name, value in zip(self.loss_trackers, (mel_loss, postnet_loss, stop_loss, attention_loss)):

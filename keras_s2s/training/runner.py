@@ -197,7 +197,8 @@ def prepare_synthesis(card, out: Path, policy: str, strategy) -> PreparedTask:
     """Speech synthesis: normalized texts, cached mel targets, alignment/mel-distance evaluation."""
     start = time.time()
     data = load_tts_data(**{key: card.data[key] for key in TTS_DATA_KEYS if key in card.data},
-                         reduction_factor=card.model.get("reduction_factor", 1), repeat=True,
+                         reduction_factor=card.model.get("reduction_factor", 1),
+                         tail_steps=card.model.get("stop_tail", 4), repeat=True,
                          drop_remainder=strategy.num_replicas_in_sync > 1)
     _write_card(out, card)
     log.info("data ready in %.1fs", time.time() - start)

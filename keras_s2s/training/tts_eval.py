@@ -45,7 +45,8 @@ def dtw_mel_l1(target: np.ndarray, generated: np.ndarray) -> float:
 def teacher_forced_errors(model, utterances: list, batch_size: int = 16) -> dict:
     """Post-net mel L1 and MSE over the real frames of `utterances`, with the true previous frames fed."""
     dataset = make_tts_dataset([(u, 0.0) for u in utterances], model.extractor, model.vocabulary,
-                               model.reduction_factor, batch_size=batch_size, shuffle=False, cache="")
+                               model.reduction_factor, batch_size=batch_size, shuffle=False, cache="",
+                               tail_steps=model.settings["stop_tail"])
     absolute = squared = count = 0.0
     for inputs, target in dataset:
         predicted = model(inputs, training=False)["mel_postnet"].numpy().astype(np.float64)
