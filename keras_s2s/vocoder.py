@@ -16,6 +16,8 @@ Example:
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from keras_s2s.data.audio import require_audio_extra
@@ -54,9 +56,11 @@ class GriffinLim:
         e = self.extractor
         if len(log_mel) == 0:
             return np.zeros(0, np.float32)
-        samples = librosa.griffinlim(self.magnitudes(log_mel) ** self.power, n_iter=self.iterations,
-                                     hop_length=e.stride, win_length=e.window, n_fft=e.n_fft, window="hann",
-                                     momentum=self.momentum, init="random", random_state=0)
+        with warnings.catch_warnings():  # a few frames: librosa warns that n_fft exceeds the signal
+            warnings.filterwarnings("ignore", message="n_fft=.* is too large")
+            samples = librosa.griffinlim(self.magnitudes(log_mel) ** self.power, n_iter=self.iterations,
+                                         hop_length=e.stride, win_length=e.window, n_fft=e.n_fft, window="hann",
+                                         momentum=self.momentum, init="random", random_state=0)
         # librosa's frame t is centred on sample t*hop, the extractor's starts there: shift back in line
         samples = np.concatenate([np.zeros(e.window // 2, samples.dtype), samples])
         top = np.abs(samples).max()

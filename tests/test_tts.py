@@ -119,14 +119,14 @@ def test_pipeline_batches_characters_and_mel_targets_and_skips_empty_text(tmp_pa
     rows = [(f"Sentence number {i}.", "", 0.3 + 0.05 * i) for i in range(20)] + [("...", "", 0.5), ("", "", 0.5)]
     folder = make_ljspeech(tmp_path / "lj", rows)
     with caplog.at_level(logging.WARNING, logger="keras_s2s"):
-        data = load_tts_data(str(folder), batch_size=4, num_valid=2, num_test=2, reduction_factor=3)
+        data = load_tts_data(str(folder), batch_size=4, num_valid=2, num_test=2, reduction_factor=3, tail_steps=2)
     assert "empty transcript" in caplog.text  # "..." and "" have nothing to say
     assert len(data.train_utterances) + len(data.valid_utterances) + len(data.test_utterances) == 20
     assert all(u.transcript.startswith("sentence number ") for u in data.train_utterances)
     inputs, target = next(iter(data.train))
     mel, lengths = inputs["mel"].numpy(), inputs["mel_lengths"].numpy()
     assert mel.shape[1] % 3 == 0 and mel.shape[2] == 80 and np.array_equal(mel, target.numpy())
-    assert mel.shape[1] - 3 < lengths.max() <= mel.shape[1]
+    assert lengths.max() + 2 * 3 <= mel.shape[1] < lengths.max() + 3 * 3  # 2 silent steps after the longest
     short = int(np.argmin(lengths))
     np.testing.assert_allclose(mel[short, lengths[short]:], np.log(1e-5))  # padding is silence
     assert data.vocabulary.decode(inputs["text"].numpy()[0]).startswith("sentence number ")
@@ -140,12 +140,15 @@ def tiny_model(**kwargs):
                      **{**TINY, **kwargs})
 
 
-def batch(frames=(14, 9), characters=(11, 6), seed=0):
+def batch(frames=(14, 9), characters=(11, 6), seed=0, tail_frames=8):
+    """Random text and mel frames, each utterance followed by silence (`tail_frames` at least), as the pipeline pads."""
     rng = np.random.default_rng(seed)
     text = np.zeros((len(characters), max(characters)), "int32")
     for row, n in enumerate(characters):
         text[row, :n] = rng.integers(1, 30, n)
-    mel = rng.normal(-5, 2, (len(frames), max(frames), 80)).astype("float32")
+    mel = np.full((len(frames), max(frames) + tail_frames, 80), np.log(1e-5), "float32")
+    for row, n in enumerate(frames):
+        mel[row, :n] = rng.normal(-5, 2, (n, 80))
     return {"text": text, "mel": mel, "mel_lengths": np.array(frames, "int32")}
 
 
@@ -158,8 +161,8 @@ def test_the_loss_ignores_padding_and_weighs_each_part():
     model = tiny_model(dropout=0.0, lstm_dropout=0.0, guided_attention=1.0)
     inputs = batch()
     outputs = model(inputs, training=False)
-    assert outputs["mel"].shape == (2, 14, 80) and outputs["stop"].shape == (2, 7)
-    assert outputs["alignment"].shape == (2, 7, 11)
+    assert outputs["mel"].shape == (2, 22, 80) and outputs["stop"].shape == (2, 11)
+    assert outputs["alignment"].shape == (2, 11, 11)
     np.testing.assert_allclose(outputs["alignment"].numpy().sum(-1), 1.0, atol=1e-5)
     assert np.all(outputs["alignment"].numpy()[1, :, 6:] == 0)  # never attends to padding
     reference = loss_of(model, inputs)
@@ -167,7 +170,7 @@ def test_the_loss_ignores_padding_and_weighs_each_part():
               "mel": np.concatenate([inputs["mel"], np.full((2, 6, 80), 7.0, "float32")], axis=1),
               "mel_lengths": inputs["mel_lengths"]}
     garbage = dict(inputs, mel=inputs["mel"].copy())
-    garbage["mel"][1, 10:] = 99.0  # beyond the second utterance's 9 frames (inside its last step: 8-9)
+    garbage["mel"][1, 16:] = 99.0  # after the second utterance's 9 frames and its 4 silent "stop" steps
     assert loss_of(model, padded) == pytest.approx(reference, rel=1e-5)
     assert loss_of(model, garbage) == pytest.approx(reference, rel=1e-5)
     parts = {name: float(tracker.result()) for name, tracker in model.loss_trackers.items()}
@@ -217,7 +220,7 @@ def trained_run(tmp_path_factory, home_dir):
 
     out = tmp_path_factory.mktemp("tts") / "run"
     settings = {**TINY, "num_train": 24, "num_valid": 4, "num_test": 4, "batch_size": 8, "dropout": 0.1,
-                "lstm_dropout": 0.0, "guided_attention": 2.0, "max_decoder_steps": 150, "learning_rate": 0.005,
+                "lstm_dropout": 0.0, "guided_attention": 10.0, "stop_weight": 5.0, "max_decoder_steps": 150, "learning_rate": 0.005,
                 "warmup_steps": 20, "steps_per_epoch": 50}
     result = train("tacotron2_demo", data="demo-tts", out=out, epochs=4, overrides=settings, verbose=0)
     return out, result
@@ -241,7 +244,7 @@ def test_a_trained_tiny_model_aligns_and_stops_before_the_limit(trained_run):
     saved = json.loads((out / "eval.json").read_text())
     assert saved == {key: value for key, value in result.items() if key != "train_seconds"}, result
     assert result["stopped"] == 1.0, result  # every held-out utterance ended by its stop token
-    assert result["attention_focus"] > 0.3, result  # 4-6 x sharper than uniform attention (~1/40)
+    assert result["attention_focus"] > 0.4, result  # 15 x sharper than uniform attention (~1/40)
     assert 0.6 < result["length_ratio"] < 1.5, result
     for name in ("0.wav", "0-alignment.png", "0-mel.png"):
         assert (out / "samples" / name).stat().st_size > 1000
@@ -266,6 +269,20 @@ def test_synthesize_cli_writes_wavs_and_plots(trained_run, tmp_path, capsys):
     assert cli.main(["synthesize", "--model", str(out), "-o", str(tmp_path / "x.wav")]) == 2
     assert "nothing to synthesize" in capsys.readouterr().err
     assert not (tmp_path / "x.wav").exists()
+    assert cli.main(["export", "--model", str(out), "--out", str(tmp_path / "served")]) == 2
+    assert "use --format keras" in capsys.readouterr().err
+    assert cli.main(["transcribe", "--model", str(out), str(tmp_path / "one.wav")]) == 2
+    assert "not a speech recognizer" in capsys.readouterr().err
+
+
+def test_evaluate_repeats_the_checks_on_a_finished_run(trained_run, capsys):
+    out, result = trained_run
+    (out / "eval.json").unlink()
+    assert cli.main(["evaluate", "--model", str(out)]) == 0
+    again = json.loads((out / "eval.json").read_text())
+    assert "held-out synthesis (4 utterances)" in capsys.readouterr().out
+    assert again["teacher_forced_mel_l1"] == pytest.approx(result["teacher_forced_mel_l1"], rel=0.05)  # pre-net dropout stays on
+    assert again["utterances"] == 4 and 0 < again["attention_focus"] <= 1
 
 
 def test_demo_cards_build_and_the_focus_metric():
@@ -273,5 +290,5 @@ def test_demo_cards_build_and_the_focus_metric():
         card = zoo.get_card(name)
         assert zoo.is_synthesis(card) and not zoo.is_speech(card)
     model = zoo.load("tacotron2_demo", precision="float32")
-    assert isinstance(model, Tacotron2) and model.reduction_factor == 2 and model.num_mels == 80
+    assert isinstance(model, Tacotron2) and model.reduction_factor == 3 and model.num_mels == 80
     assert attention_focus(np.eye(5)) == 1.0 and attention_focus(np.full((4, 8), 1 / 8)) == 0.125
