@@ -27,10 +27,11 @@ def _parser() -> argparse.ArgumentParser:
 
     commands.add_parser("list", help="list the zoo's models")
 
-    train = commands.add_parser("train", help="train a zoo model (or a card .yaml) and report held-out BLEU")
+    train = commands.add_parser("train", help="train a zoo model (or a card .yaml) and report held-out results")
     train.add_argument("model", help="zoo model name or path to a card .yaml")
     train.add_argument("--data", nargs="+", help="translation: 'demo', a TSV, two aligned files, a split directory "
-                       "or tfds:NAME/CONFIG; speech: 'demo-speech', a manifest or a directory of manifests")
+                       "or tfds:NAME/CONFIG; speech: 'demo-speech', a manifest or a directory of manifests; "
+                       "synthesis: 'demo-tts', an LJSpeech-layout folder, a manifest or a directory of manifests")
     train.add_argument("--precision", choices=PRECISIONS)
     train.add_argument("--strategy", choices=STRATEGIES)
     train.add_argument("--devices", help="comma-separated devices for --strategy mirrored")
@@ -41,7 +42,8 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a card setting, e.g. --set units=256 --set training.learning_rate=0.002")
 
-    evaluate = commands.add_parser("evaluate", help="BLEU/chrF (translation) or WER/CER (speech) on held-out data")
+    evaluate = commands.add_parser("evaluate", help="BLEU/chrF (translation), WER/CER (speech) or alignment and "
+                                   "mel distances (synthesis) on held-out data")
     evaluate.add_argument("--model", required=True, help="run directory written by `train`")
     evaluate.add_argument("--data", nargs="+", help="evaluate on the test split of this data instead")
     evaluate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default); CTC beam for speech")

@@ -44,7 +44,8 @@ SPEECH_DATA_KEYS = ("source", "features", "characters", "vocabulary", "vocab_siz
 
 @dataclasses.dataclass
 class SpeechData:
-    """Feature extractor, vocabulary, datasets and held-out utterances of a speech task."""
+    """Feature extractor, vocabulary, datasets and held-out utterances of a speech task (recognition or
+    synthesis: then `extractor` makes the mel targets and `vocabulary` holds the input characters)."""
 
     extractor: FeatureExtractor
     vocabulary: CharVocabulary

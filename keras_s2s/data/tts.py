@@ -30,7 +30,7 @@ from keras_s2s.data.audio import read_audio
 from keras_s2s.data.characters import CharVocabulary
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance
-from keras_s2s.data.speech import read_speech_splits, usable_utterances
+from keras_s2s.data.speech import SpeechData, read_speech_splits, usable_utterances
 from keras_s2s.data.speech_features import FeatureExtractor
 from keras_s2s.data.text_normalization import TTS_CHARACTERS, normalize_text
 
@@ -58,19 +58,6 @@ def normalized_utterances(utterances: list[Utterance]) -> list[Utterance]:
         text = normalize_text(text)
         return text if any(c.isalpha() for c in text) else ""
     return [dataclasses.replace(u, transcript=spoken(u.transcript)) for u in utterances]
-
-
-@dataclasses.dataclass
-class TTSData:
-    """Mel extractor, input vocabulary, datasets and held-out utterances of a synthesis task."""
-
-    extractor: FeatureExtractor
-    vocabulary: CharVocabulary
-    train: tf.data.Dataset
-    valid: tf.data.Dataset | None
-    train_utterances: list
-    valid_utterances: list
-    test_utterances: list
 
 
 def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: FeatureExtractor,
@@ -123,7 +110,7 @@ def load_tts_data(source: str = "demo-tts", features: dict | None = None, charac
                   batch_size: int = 32, num_train: int = 0, num_valid: int = 100, num_test: int = 100, seed: int = 0,
                   min_duration: float = 0.1, max_duration: float = 12.0, cache: str = "memory",
                   reduction_factor: int = 1, tail_steps: int = 0, pad_to_multiple: int = 1, repeat: bool = False,
-                  drop_remainder: bool = False) -> TTSData:
+                  drop_remainder: bool = False) -> SpeechData:
     """Load a synthesis corpus and build its pipelines.
 
     Args:
@@ -152,5 +139,5 @@ def load_tts_data(source: str = "demo-tts", features: dict | None = None, charac
     valid_ds = make_tts_dataset(valid_ok, shuffle=False, cache=cache and "memory", **common) if valid_ok else None
     log.info("synthesis data: %d train / %d valid / %d test utterances, %.2f h of training audio",
              len(train_ok), len(valid_ok), len(test), sum(s for _, s in train_ok) / 3600)
-    return TTSData(extractor, vocabulary, train_ds, valid_ds, [u for u, _ in train_ok], [u for u, _ in valid_ok],
+    return SpeechData(extractor, vocabulary, train_ds, valid_ds, [u for u, _ in train_ok], [u for u, _ in valid_ok],
                    test)

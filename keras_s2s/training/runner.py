@@ -180,31 +180,29 @@ def prepare_text(card, out: Path, policy: str, strategy) -> PreparedTask:
                         lambda model: evaluate(model, corpus.test_pairs, out, demo=corpus.demo))
 
 
-def prepare_speech(card, out: Path, policy: str, strategy) -> PreparedTask:
-    """Speech recognition: checked utterances, feature datasets, WER evaluation."""
+def _prepare_audio(card, out: Path, strategy, load, data_keys: tuple, evaluate_fn, **load_args) -> PreparedTask:
+    """Load an audio task's data with the card's `data_keys`, write the card, evaluate with `evaluate_fn`."""
     start = time.time()
-    speech_args = {key: card.data[key] for key in SPEECH_DATA_KEYS if key in card.data}
-    data = load_speech_data(**speech_args, pad_to_multiple=8 if policy != "float32" else 1, repeat=True,
-                            drop_remainder=strategy.num_replicas_in_sync > 1)
+    data = load(**{key: card.data[key] for key in data_keys if key in card.data}, **load_args, repeat=True,
+                drop_remainder=strategy.num_replicas_in_sync > 1)
     _write_card(out, card)
     log.info("data ready in %.1fs", time.time() - start)
     return PreparedTask(data.train, data.valid, len(data.train_utterances),
                         {"vocabulary": data.vocabulary, "extractor": data.extractor},
-                        lambda model: evaluate_speech(model, data.test_utterances, out))
+                        lambda model: evaluate_fn(model, data.test_utterances, out))
+
+
+def prepare_speech(card, out: Path, policy: str, strategy) -> PreparedTask:
+    """Speech recognition: checked utterances, feature datasets, WER evaluation."""
+    return _prepare_audio(card, out, strategy, load_speech_data, SPEECH_DATA_KEYS, evaluate_speech,
+                          pad_to_multiple=8 if policy != "float32" else 1)
 
 
 def prepare_synthesis(card, out: Path, policy: str, strategy) -> PreparedTask:
     """Speech synthesis: normalized texts, cached mel targets, alignment/mel-distance evaluation."""
-    start = time.time()
-    data = load_tts_data(**{key: card.data[key] for key in TTS_DATA_KEYS if key in card.data},
-                         reduction_factor=card.model.get("reduction_factor", 1),
-                         tail_steps=card.model.get("stop_tail", 4), repeat=True,
-                         drop_remainder=strategy.num_replicas_in_sync > 1)
-    _write_card(out, card)
-    log.info("data ready in %.1fs", time.time() - start)
-    return PreparedTask(data.train, data.valid, len(data.train_utterances),
-                        {"vocabulary": data.vocabulary, "extractor": data.extractor},
-                        lambda model: evaluate_synthesis(model, data.test_utterances, out))
+    return _prepare_audio(card, out, strategy, load_tts_data, TTS_DATA_KEYS, evaluate_synthesis,
+                          reduction_factor=card.model.get("reduction_factor", 1),
+                          tail_steps=card.model.get("stop_tail", 4))
 
 
 def _prepare(card):
