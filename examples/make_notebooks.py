@@ -216,7 +216,8 @@ The model reads characters, so numbers, abbreviations and symbols are spelled ou
 
 `load_tts_data` reads an LJSpeech-layout folder or a manifest (here the generated `demo-tts` corpus),
 normalizes the text and computes the mel targets once (cached after the first epoch).""",
-"""data = load_tts_data("demo-tts", num_train=240, num_valid=8, num_test=8, batch_size=16, reduction_factor=2)
+"""data = load_tts_data("demo-tts", num_train=240, num_valid=8, num_test=8, batch_size=16, reduction_factor=3,
+                     tail_steps=4)
 inputs, mel = next(iter(data.train))
 print({name: tuple(value.shape) for name, value in inputs.items()})
 plt.figure(figsize=(8, 3))

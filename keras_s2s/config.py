@@ -99,7 +99,10 @@ SCHEMA: dict[str, Any] = {
         "clipnorm": Optional(float),
         "precision": Choice(*PRECISIONS),
         "strategy": Choice(*STRATEGIES),
-        "loss_scale": {"initial_scale": float, "growth_interval": int},
+        "loss_scale": {"algorithm": Choice("dynamic", "static", "logmax"), "initial_scale": float,
+                       "growth_interval": int, "log_max": float, "beta1": float, "beta2": float,
+                       "overflow_std_dev": float, "scale_min": float, "scale_max": float},
+        "accumulate_steps": int,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
         "steps_per_execution": int,
         "jit_compile": bool,
         "seed": int,

@@ -178,6 +178,9 @@ def test_the_loss_ignores_padding_and_weighs_each_part():
     assert 0 < parts["attention_loss"] < 1
     changed = dict(inputs, mel=inputs["mel"] + 1.0)  # targets moved: the mel losses must see it
     assert loss_of(model, changed) != pytest.approx(reference, rel=1e-3)
+    odd = dict(inputs, mel=inputs["mel"][:, :21])  # not a multiple of r: the last step's extra frame is cut off
+    assert model(odd)["mel"].shape == (2, 21, 80) and model(odd)["stop"].shape == (2, 11)
+    assert loss_of(model, odd) == pytest.approx(reference, rel=1e-5)
 
 
 def test_mixed_bfloat16_keeps_float32_weights_and_a_float32_loss():

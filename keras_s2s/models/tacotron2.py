@@ -168,14 +168,15 @@ class Tacotron2(keras.Model):
     # --- teacher forcing --------------------------------------------------------------------------
 
     def call(self, inputs, training=False):
-        """Teacher-forced outputs: {"mel", "mel_postnet": [B, T, M], "stop": [B, T/r], "alignment": [B, T/r, L]}."""
+        """Teacher-forced outputs: {"mel", "mel_postnet": [B, T, M], "stop": [B, ceil(T/r)],
+        "alignment": [B, ceil(T/r), L]}."""
         memory, mask = self.encode(inputs["text"], training)
         keys = self.attention.keys(memory)
         mel = ops.cast(inputs["mel"], self.compute_dtype)
         batch, frames, r = ops.shape(mel)[0], ops.shape(mel)[1], self.reduction_factor
-        steps = frames // r
+        steps = (frames + r - 1) // r  # the last step may reach past the end: its extra frames are cut off
         previous = ops.concatenate([ops.zeros((batch, 1, self.num_mels), mel.dtype),
-                                    mel[:, r - 1:steps * r - 1:r]], axis=1)  # the last frame of the step before
+                                    mel[:, r - 1:(steps - 1) * r:r]], axis=1)  # the last frame of the step before
         features = tf.transpose(self.prenet(previous, training=training), [1, 0, 2])
         outputs = tf.TensorArray(self.compute_dtype, size=steps)
         alignments = tf.TensorArray("float32", size=steps)
@@ -187,10 +188,10 @@ class Tacotron2(keras.Model):
         _, _, outputs, alignments = tf.while_loop(lambda i, *_: i < steps, body,
                                                   (0, self.initial_state(memory), outputs, alignments))
         outputs = tf.transpose(outputs.stack(), [1, 0, 2])
-        mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))
+        mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))[:, :frames]
         keep = None
         if "mel_lengths" in inputs:
-            keep = (ops.arange(steps * r)[None, :] < ops.cast(inputs["mel_lengths"], "int32")[:, None])[:, :, None]
+            keep = (ops.arange(frames)[None, :] < ops.cast(inputs["mel_lengths"], "int32")[:, None])[:, :, None]
         return {"mel": mel_out, "mel_postnet": self.postnet_residual(mel_out, training, keep),
                 "stop": self.stop_projection(outputs)[..., 0],
                 "alignment": tf.transpose(alignments.stack(), [1, 0, 2])}
