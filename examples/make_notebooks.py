@@ -216,7 +216,7 @@ The model reads characters, so numbers, abbreviations and symbols are spelled ou
 
 `load_tts_data` reads an LJSpeech-layout folder or a manifest (here the generated `demo-tts` corpus),
 normalizes the text and computes the mel targets once (cached after the first epoch).""",
-"""data = load_tts_data("demo-tts", num_train=240, num_valid=8, num_test=8, batch_size=16, reduction_factor=3,
+"""data = load_tts_data("demo-tts", num_train=160, num_valid=8, num_test=8, batch_size=16, reduction_factor=3,
                      tail_steps=4)
 inputs, mel = next(iter(data.train))
 print({name: tuple(value.shape) for name, value in inputs.items()})
@@ -232,7 +232,7 @@ token and the guided-attention term that pulls attention toward the diagonal."""
                            embedding_dim=64, encoder_channels=64, encoder_units=32, attention_lstm_units=128,
                            decoder_lstm_units=128, postnet_channels=64, prenet_units=[64, 64],
                            learning_rate=0.003, warmup_steps=10)
-history = model.fit(data.train, epochs=2, steps_per_epoch=30, verbose=2)""",
+history = model.fit(data.train, epochs=2, steps_per_epoch=15, verbose=2)""",
 """md:## Alignment
 
 Each decoder step (x) attends to input characters (y). A trained model draws a clean diagonal

@@ -5,7 +5,8 @@ A run directory holds::
     card.yaml            the resolved card (with overrides)
     tokenizer.model      the SentencePiece model (tokenizer.vocab for pretokenized corpora;
                          tokenizer.source.* and tokenizer.target.* for separate vocabularies)
-    backup/              BackupAndRestore state while training (resume after a crash)
+    backup/              weights, optimizer state and epoch after the last finished epoch, while
+                         training (AtomicBackupAndRestore: resume after a crash)
     checkpoints/         weights after every epoch
     logs/                TensorBoard
     model.keras          the final model (tokenizer inside), written atomically
@@ -25,6 +26,7 @@ import dataclasses
 import json
 import logging
 import math
+import shutil
 import sys
 import time
 from pathlib import Path
@@ -60,6 +62,47 @@ class AtomicCheckpoint(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.directory.mkdir(parents=True, exist_ok=True)
         atomic_write(self.directory / f"epoch-{epoch + 1:03d}.weights.h5", self.model.save_weights)
+
+
+class AtomicBackupAndRestore(keras.callbacks.Callback):
+    """Back up weights, optimizer state and the epoch count after every epoch; restore them at the start.
+
+    Like `keras.callbacks.BackupAndRestore`, but each backup commits atomically:
+    the weights go to a new `epoch-NNNN.weights.h5` (written to a temporary
+    name, then renamed), then `latest.json` is replaced to point at it, then
+    older backups are removed. A crash at any moment leaves `latest.json`
+    naming a complete file whose epoch count matches its weights, so a resumed
+    run neither repeats nor skips a step. The backup folder is removed when
+    training ends normally.
+    """
+
+    def __init__(self, backup_dir: str | Path):
+        super().__init__()
+        self.backup_dir = Path(backup_dir)
+
+    def on_train_begin(self, logs=None):
+        pointer = self.backup_dir / "latest.json"
+        if not pointer.is_file():
+            return
+        latest = json.loads(pointer.read_text())
+        if self.model.optimizer is not None and not self.model.optimizer.built:
+            self.model.optimizer.build(self.model.trainable_variables)
+        self.model.load_weights(self.backup_dir / latest["weights"])
+        self.model._initial_epoch = latest["epoch"]
+        log.info("resuming from the backup after epoch %d (%s)", latest["epoch"], self.backup_dir)
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.backup_dir.mkdir(parents=True, exist_ok=True)
+        name = f"epoch-{epoch + 1:04d}.weights.h5"
+        atomic_write(self.backup_dir / name, self.model.save_weights)
+        atomic_write(self.backup_dir / "latest.json",
+                     lambda p: p.write_text(json.dumps({"epoch": epoch + 1, "weights": name})))
+        for old in self.backup_dir.glob("epoch-*.weights.h5"):
+            if old.name != name:
+                old.unlink()
+
+    def on_train_end(self, logs=None):
+        shutil.rmtree(self.backup_dir, ignore_errors=True)
 
 
 def load_model(run_dir: str | Path) -> keras.Model:
@@ -250,8 +293,8 @@ def train(
         epochs = max(1, math.ceil(steps / steps_per_epoch))
         steps_per_epoch = math.ceil(steps / epochs)
     callbacks = [
-        keras.callbacks.BackupAndRestore(str(out / "backup")),
         AtomicCheckpoint(out / "checkpoints"),
+        AtomicBackupAndRestore(out / "backup"),  # after the checkpoint: the backup commits the epoch
         keras.callbacks.TensorBoard(str(out / "logs")),
     ]
     if verbose is None:
