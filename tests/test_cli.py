@@ -1,9 +1,7 @@
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -86,29 +84,6 @@ def test_translate_reads_stdin(tmp_path):
 
 
 @pytest.mark.slow
-def test_an_interrupted_run_resumes_from_its_backup(tmp_path):
-    out = tmp_path / "run"
-    args = [sys.executable, "-m", "keras_s2s.cli", "train", "gnmt", "--epochs", "3", "--out", str(out), *TINY,
-            "--set", "steps_per_epoch=6"]
-    first = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 240
-    while not (out / "checkpoints" / "epoch-001.weights.h5").exists():
-        assert time.time() < deadline and first.poll() is None, "first run never finished an epoch"
-        time.sleep(0.2)
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-    assert not (out / "model.keras").exists()
-    changed = subprocess.run(args + ["--set", "units=24"], capture_output=True, text=True, timeout=300)
-    assert changed.returncode == 2 and "model.units (16 -> 24)" in changed.stderr, changed.stderr
-    second = subprocess.run(args, capture_output=True, text=True, timeout=300)
-    assert second.returncode == 0, second.stderr
-    history = json.loads((out / "history.json").read_text())
-    completed_before = 3 - len(history["loss"])
-    assert completed_before >= 1, "the second run must skip the epochs the first one finished"
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == [
-        "epoch-001.weights.h5", "epoch-002.weights.h5", "epoch-003.weights.h5"]
-
-
 def test_train_on_two_aligned_files(tmp_path, capsys):
     from keras_s2s.data import DemoCorpus
 

@@ -1,4 +1,5 @@
-"""Training survives a killed process: atomic backups, exact resume, no step counted twice."""
+"""Training survives a killed process: atomic backups, exact resume, no step counted twice,
+and no resuming with other settings."""
 
 import json
 import os
@@ -75,6 +76,8 @@ def test_a_killed_training_run_resumes_and_finishes_the_planned_steps(tmp_path):
     assert 2 <= killed_at < EPOCHS and not (run / "model.keras").exists()
     assert (run / "backup" / json.loads(pointer.read_text())["weights"]).is_file()
 
+    changed = subprocess.run(command + ["--set", "units=24"], env=env, capture_output=True, text=True, timeout=300)
+    assert changed.returncode == 2 and "model.units (16 -> 24)" in changed.stderr, changed.stderr
     second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
     assert f"resuming from the backup after epoch {killed_at}" in second.stdout + second.stderr
