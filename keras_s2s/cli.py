@@ -191,9 +191,9 @@ def _synthesize(args) -> None:
     """Each text -> a WAV file (atomically), with optional alignment and mel plots."""
     from pathlib import Path
 
-    from keras_s2s.data.audio import write_wav
     from keras_s2s.models import Tacotron2
-    from keras_s2s.training.runner import atomic_write, load_model
+    from keras_s2s.training.runner import load_model
+    from keras_s2s.training.tts_eval import write_synthesis
     from keras_s2s.vocoder import GriffinLim
 
     texts = list(args.text)
@@ -219,17 +219,10 @@ def _synthesize(args) -> None:
         for start in range(0, len(texts), args.batch_size):
             chunk = texts[start:start + args.batch_size]
             for text, target, item in zip(chunk, targets[start:], model.infer(chunk, args.max_decoder_steps)):
-                samples = vocoder(item["mel"])
-                atomic_write(target, lambda p: write_wav(p, samples, vocoder.sample_rate))
+                samples = write_synthesis(target, text, item, vocoder, plots=args.plot)
                 if not item["stopped"]:
                     logging.getLogger("keras_s2s").warning("%s: no stop token within the step limit; the audio "
                                                            "runs to the limit (%r)", target, text[:60])
-                if args.plot:
-                    from keras_s2s.plots import plot_alignment, plot_mels
-
-                    stem = target.with_suffix("")
-                    plot_alignment(item["alignment"], f"{stem}-alignment.png", title=text)
-                    plot_mels({"generated": item["mel"]}, f"{stem}-mel.png", title=text)
                 print(f"{target}\t{len(samples) / vocoder.sample_rate:.2f}s\t{text}")
             progress(len(chunk))
     finally:

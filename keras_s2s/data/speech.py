@@ -71,8 +71,8 @@ def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, nu
         from keras_s2s.data.speech_demo import DemoSpeech, DemoTTS
 
         demo = DemoSpeech if source == "demo-speech" else DemoTTS
-        source = str(demo(num_train=num_train or (6000 if demo is DemoSpeech else 3000), num_valid=num_valid,
-                          num_test=num_test, seed=seed).prepare())
+        size = {"num_train": num_train} if num_train else {}  # else the corpus's own default
+        source = str(demo(**size, num_valid=num_valid, num_test=num_test, seed=seed).prepare())
     path = Path(source)
     if path.is_dir() and (path / "metadata.csv").is_file():
         return _cut_held_out(read_ljspeech(path), [], [], num_train, num_valid, num_test, seed)

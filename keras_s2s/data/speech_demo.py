@@ -96,8 +96,7 @@ class DemoSpeech:
                 "pitch": rng.randint(30, 70)}
 
     def key(self) -> str:
-        settings = (self.num_train, self.num_valid, self.num_test, self.seed, self.sample_rate, self.voices, "v1",
-                    *([self.folder_name] if self.folder_name != "demo-speech" else []))
+        settings = (self.num_train, self.num_valid, self.num_test, self.seed, self.sample_rate, self.voices, "v1")
         return hashlib.sha256(repr(settings).encode()).hexdigest()[:12]
 
     def prepare(self, root: Path | None = None, progress: bool | None = None) -> Path:

@@ -62,7 +62,7 @@ def teacher_forced_errors(model, utterances: list, batch_size: int = 16) -> dict
 def evaluate_synthesis(model, utterances: list, out_dir: Path | None = None, samples: int = 3,
                        batch_size: int = 16, max_decoder_steps: int | None = None) -> dict:
     """Score `utterances` (normalized text + audio), print the summary, write eval.json and samples."""
-    from keras_s2s.data.audio import read_audio, write_wav
+    from keras_s2s.data.audio import read_audio
     from keras_s2s.vocoder import GriffinLim
 
     if not utterances:
@@ -86,18 +86,26 @@ def evaluate_synthesis(model, utterances: list, out_dir: Path | None = None, sam
           f"{result['dtw_mel_l1']:.3f}; teacher-forced mel L1 {result['teacher_forced_mel_l1']:.3f}")
     if out_dir is not None:
         write_results(out_dir, "synthesized", texts, result)
-        write_samples(Path(out_dir) / "samples", texts[:samples], generated[:samples], targets[:samples],
-                      GriffinLim(model.extractor), write_wav)
+        folder, vocoder = Path(out_dir) / "samples", GriffinLim(model.extractor)
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, (text, item, target) in enumerate(list(zip(texts, generated, targets))[:samples]):
+            write_synthesis(folder / f"{index}.wav", text, item, vocoder, recording=target)
     return result
 
 
-def write_samples(folder: Path, texts, generated, targets, vocoder, write_wav) -> None:
-    """N.wav, N-alignment.png and N-mel.png (generated above the recording's) for each sample."""
+def write_synthesis(path: Path, text: str, item: dict, vocoder, recording=None, plots: bool = True) -> np.ndarray:
+    """The WAV file `path` (atomically) from `item` (an `infer` result), and beside it NAME-alignment.png
+    and NAME-mel.png (generated above `recording`'s when given); returns the samples."""
+    from keras_s2s.data.audio import write_wav
     from keras_s2s.plots import plot_alignment, plot_mels
 
-    folder.mkdir(parents=True, exist_ok=True)
-    for index, (text, item, target) in enumerate(zip(texts, generated, targets)):
-        atomic_write(folder / f"{index}.wav", lambda p: write_wav(p, vocoder(item["mel"]), vocoder.sample_rate))
-        plot_alignment(item["alignment"], folder / f"{index}-alignment.png",
+    path = Path(path)
+    stem = path.with_suffix("")
+    samples = vocoder(item["mel"])
+    atomic_write(path, lambda p: write_wav(p, samples, vocoder.sample_rate))
+    if plots:
+        plot_alignment(item["alignment"], stem.with_name(f"{stem.name}-alignment.png"),
                        title=f"{text}  (focus {attention_focus(item['alignment']):.2f})")
-        plot_mels({"generated": item["mel"], "recording": target}, folder / f"{index}-mel.png", title=text)
+        mels = {"generated": item["mel"]} if recording is None else {"generated": item["mel"], "recording": recording}
+        plot_mels(mels, stem.with_name(f"{stem.name}-mel.png"), title=text)
+    return samples
