@@ -1,11 +1,12 @@
-"""Data parallelism on one host, in one run: GNMT training steps on one device vs MirroredStrategy
-over 2 logical CPU devices, same global batch, each device limited to one thread.
+"""Parallel training on one host, in one run: GNMT training steps on one device vs MirroredStrategy
+vs the hybrid data-model parallel mode (with and without time-chunk pipelining) over 2 logical CPU
+devices, same global batch, each device limited to one thread.
 
 The machine's CPU is split into two logical devices and TensorFlow is given
 one thread per op (`intra_op` 1, `inter_op` 2), so that each replica runs
 on one core as it would on its own accelerator. Configurations are timed
-interleaved (median of `repeats` rounds of `steps` steps). The hybrid
-data-model parallel mode will join this table when it lands.
+interleaved (median of `repeats` rounds of `steps` steps). For GPUs, see
+benchmarks/cost_model.py (a prediction) and benchmarks/gpu_suite.sh.
 
     python benchmarks/bench_strategies.py
     python benchmarks/bench_strategies.py --units 512 --batch 128
@@ -19,19 +20,30 @@ import os
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import tensorflow as tf  # noqa: E402
-
-tf.config.threading.set_intra_op_parallelism_threads(1)
-tf.config.threading.set_inter_op_parallelism_threads(2)
-_cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(_cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
-
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
 from keras_s2s.distribute import get_strategy  # noqa: E402
+from keras_s2s.training.placement import HybridParallel  # noqa: E402
 
 from benchlib import interleaved_step_times  # noqa: E402
+
+
+def split_device(gpu: bool, memory_mb: int = 16384) -> list[str]:
+    """Two logical devices: two slices of GPU 0 (`memory_mb` each), or the CPU with one thread per op."""
+    if gpu:
+        physical = tf.config.list_physical_devices("GPU")
+        if not physical:
+            raise SystemExit("--gpu: this machine has no GPU")
+        tf.config.set_logical_device_configuration(
+            physical[0], [tf.config.LogicalDeviceConfiguration(memory_limit=memory_mb)] * 2)
+        return [d.name for d in tf.config.list_logical_devices("GPU")]
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(2)
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+    return [d.name for d in tf.config.list_logical_devices("CPU")]
 
 
 def main() -> None:
@@ -42,12 +54,17 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64, help="global batch")
     parser.add_argument("--length", type=int, default=24)
     parser.add_argument("--precision", default="float32")
+    parser.add_argument("--chunks", type=int, default=4, help="time chunks of the pipelined hybrid run")
     parser.add_argument("--steps", type=int, default=3)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--gpu", action="store_true", help="split GPU 0 into 2 logical GPUs (a smoke test of "
+                        "the strategies on a GPU: both halves share its cores) instead of the CPU")
+    parser.add_argument("--gpu-memory-mb", type=int, default=16384, help="memory of each GPU slice")
     args = parser.parse_args()
-
-    devices = [d.name for d in tf.config.list_logical_devices("CPU")]
-    strategies = {"one device": get_strategy("default"), "mirrored x2": get_strategy("mirrored", devices=devices)}
+    devices = split_device(args.gpu, args.gpu_memory_mb)
+    strategies = {"one device": get_strategy("default"), "mirrored x2": get_strategy("mirrored", devices=devices),
+                  "hybrid x2": HybridParallel(devices),
+                  f"hybrid x2, {args.chunks} chunks": HybridParallel(devices, time_chunks=args.chunks)}
     models = {}
     for name, strategy in strategies.items():
         keras.utils.set_random_seed(0)
@@ -60,11 +77,11 @@ def main() -> None:
     medians = interleaved_step_times(models, inputs, labels, args.steps, args.repeats)
     tokens = args.batch * args.length
     print(f"\nGNMT {args.layers}x{args.units}, vocabulary {args.vocab}, global batch {args.batch} x {args.length}, "
-          f"{args.precision}, 2 logical CPU devices with one thread each; median of {args.repeats} x {args.steps} "
+          f"{args.precision}, {'2 halves of one GPU' if args.gpu else '2 logical CPU devices with one thread each'}; median of {args.repeats} x {args.steps} "
           f"interleaved steps")
-    print(f"{'strategy':14s} {'s/step':>7s} {'tokens/s':>9s} {'speedup':>8s}")
+    print(f"{'strategy':22s} {'s/step':>7s} {'tokens/s':>9s} {'speedup':>8s}")
     for name in models:
-        print(f"{name:14s} {medians[name]:7.3f} {tokens / medians[name]:9.0f} "
+        print(f"{name:22s} {medians[name]:7.3f} {tokens / medians[name]:9.0f} "
               f"{medians['one device'] / medians[name]:7.2f}x")
 
 

@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
                        "synthesis: 'demo-tts', an LJSpeech-layout folder, a manifest or a directory of manifests")
     train.add_argument("--precision", choices=PRECISIONS)
     train.add_argument("--strategy", choices=STRATEGIES)
-    train.add_argument("--devices", help="comma-separated devices for --strategy mirrored")
+    train.add_argument("--devices", help="comma-separated devices for --strategy mirrored or hybrid, "
+                       "e.g. /gpu:0,/gpu:1 (hybrid pipelining: --set training.time_chunks=4)")
     group = train.add_mutually_exclusive_group()
     group.add_argument("--epochs", type=int)
     group.add_argument("--steps", type=int, help="total training steps (instead of --epochs)")

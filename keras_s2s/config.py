@@ -30,7 +30,7 @@ from typing import Any
 import yaml
 
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
-STRATEGIES = ("auto", "default", "mirrored", "multiworker")
+STRATEGIES = ("auto", "default", "mirrored", "multiworker", "hybrid")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("constant", "exponential", "warmup_exponential", "inverse_sqrt")
 
@@ -99,6 +99,7 @@ SCHEMA: dict[str, Any] = {
         "clipnorm": Optional(float),
         "precision": Choice(*PRECISIONS),
         "strategy": Choice(*STRATEGIES),
+        "time_chunks": int,  # hybrid strategy: pieces each LSTM runs its sequence in (pipelining; 1 = off)
         "loss_scale": {"algorithm": Choice("dynamic", "static", "logmax"), "initial_scale": float,
                        "growth_interval": int, "log_max": float, "beta1": float, "beta2": float,
                        "overflow_std_dev": float, "scale_min": float, "scale_max": float},

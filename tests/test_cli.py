@@ -99,13 +99,15 @@ def test_train_on_two_aligned_files(tmp_path, capsys):
     assert result["sentences"] == 8  # num_test from TINY; the split is cut from the shuffled corpus
 
 
-def test_train_with_the_mirrored_strategy_on_two_devices(tmp_path, capsys):
+@pytest.mark.parametrize("strategy, shown", [("mirrored", "2 replica(s)"), ("hybrid", "hybrid over 2 device(s)")])
+def test_train_with_a_strategy_over_two_devices(tmp_path, capsys, strategy, shown):
     from conftest import CPU_DEVICES
 
     out = tmp_path / "run"
-    assert main(["train", "gnmt", "--steps", "3", "--out", str(out), "--strategy", "mirrored",
-                 "--devices", ",".join(CPU_DEVICES), *TINY]) == 0
-    assert "2 replica(s)" in capsys.readouterr().out
+    assert main(["train", "gnmt", "--steps", "3", "--out", str(out), "--strategy", strategy,
+                 "--devices", ",".join(CPU_DEVICES), "--set", "time_chunks=2", *TINY]) == 0
+    printed = capsys.readouterr().out
+    assert shown in printed and "held-out BLEU" in printed  # the placed model also translates
     assert (out / "model.keras").is_file()
 
 

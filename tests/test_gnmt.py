@@ -36,7 +36,7 @@ def test_residual_connections_from_the_third_layer():
     for i, layer in enumerate(model.decoder_layers):
         layer.call = (lambda f, i: (lambda *a, **k: outputs.setdefault(i, f(*a, **k))))(original[i], i)
     y = model._stack(model.decoder_layers, x, training=False)
-    np.testing.assert_allclose(y, outputs[2] + outputs[1], atol=1e-6)
+    np.testing.assert_allclose(y, outputs[2][0] + outputs[1][0], atol=1e-6)  # LSTMs return (out, h, c)
 
 
 def test_config_and_keras_file_round_trip(tmp_path):

@@ -10,7 +10,8 @@ combination of decoder output and context, and the output projection
 The decoder runs without input feeding (the context is not fed back into the
 LSTMs), as in Ono et al. 2019: training computes the whole LSTM stack first
 and attention for all steps at once, which is faster and lets the hybrid mode
-place LSTM layers on different devices.
+place LSTM layers on different devices (`set_placement`, see
+`keras_s2s.training.placement`).
 
 Example:
     >>> model = GNMT(vocab_size=1000, num_layers=2, units=64)
@@ -19,12 +20,15 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+
 import keras
 from keras import ops
 import tensorflow as tf
 
 from keras_s2s.layers.attention import NormalizedBahdanauAttention
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM
+from keras_s2s.training import placement as hybrid
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -73,16 +77,17 @@ class GNMT(Seq2SeqLM):
         self.source_embedding = keras.layers.Embedding(source_vocab_size or vocab_size, emb, dtype=dtype,
                                                        name="source_embedding")
         self.target_embedding = keras.layers.Embedding(vocab_size, emb, dtype=dtype, name="target_embedding")
+        # unidirectional LSTMs return their state too, so the hybrid mode can run them in time chunks
         self.encoder_layers = [
             keras.layers.Bidirectional(
                 keras.layers.LSTM(units, return_sequences=True, dtype=dtype), dtype=dtype, name="encoder_bilstm"
             )
         ] + [
-            keras.layers.LSTM(units, return_sequences=True, dtype=dtype, name=f"encoder_lstm_{i}")
+            keras.layers.LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"encoder_lstm_{i}")
             for i in range(1, num_layers)
         ]
         self.decoder_layers = [
-            keras.layers.LSTM(units, return_sequences=True, dtype=dtype, name=f"decoder_lstm_{i}")
+            keras.layers.LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"decoder_lstm_{i}")
             for i in range(num_layers)
         ]
         self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
@@ -90,31 +95,90 @@ class GNMT(Seq2SeqLM):
         self.combine = keras.layers.Dense(units, activation="tanh", dtype=dtype, name="attention_combine")
         # the projection's matmul runs in the compute dtype (fast); logits are cast to float32 for the softmax
         self.output_projection = keras.layers.Dense(vocab_size, dtype=dtype, name="output_projection")
+        self.placement = None  # a hybrid.LayerPlan once placed; not part of the config
+
+    # --- hybrid placement -------------------------------------------------------------------
+
+    def set_placement(self, plan: hybrid.LayerPlan) -> None:
+        """Place layers by `plan` (see `keras_s2s.training.placement`); call before the model is built."""
+        if self.built:
+            raise ValueError("place the model before it is built: its variables already live on one device "
+                             "(load it with strategy=HybridParallel(...) or call set_placement first)")
+        self.placement = plan
+
+    def _on(self, layer):
+        return self.placement.on(layer.name) if self.placement else contextlib.nullcontext()
+
+    def train_step(self, data):
+        if self.placement is None:
+            return super().train_step(data)
+        return hybrid.hybrid_train_step(self, data)
+
+    # --- forward ------------------------------------------------------------------------------
+
+    def _run_layer(self, layer, pieces, masks, training):
+        if isinstance(layer, keras.layers.Bidirectional):  # needs the whole sequence
+            return [layer(pieces[0], mask=masks[0], training=training)]
+        return hybrid.run_chunked(layer, pieces, masks, training)
 
     def _stack(self, layers, x, training, mask=None):
+        """The residual LSTM stack; with a plan, each layer on its device, in time chunks if asked."""
+        chunks = self.placement.time_chunks if self.placement else 1
+        length = ops.shape(x)[1]
+        pieces, masks = [x], [mask]
         for index, layer in enumerate(layers):
-            out = layer(x, mask=mask, training=training) if mask is not None else layer(x, training=training)
-            x = out + x if index >= self.residual_start else out
-            x = self.dropout_layer(x, training=training)
-        return x
+            with self._on(layer):
+                if len(pieces) < chunks and not isinstance(layer, keras.layers.Bidirectional):
+                    pieces, masks = hybrid.split_in_time(hybrid.join_in_time(pieces, length), mask, chunks)
+                outputs = self._run_layer(layer, pieces, masks, training)
+                if index >= self.residual_start:
+                    outputs = [out + piece for out, piece in zip(outputs, pieces)]
+                pieces = [self.dropout_layer(out, training=training) for out in outputs]
+        return hybrid.join_in_time(pieces, length)
+
+    def _encode_memory(self, source_ids, training):
+        mask = ops.not_equal(source_ids, 0)
+        with self._on(self.source_embedding):
+            x = self.dropout_layer(self.source_embedding(source_ids), training=training)
+        return self._stack(self.encoder_layers, x, training, mask=mask), mask
 
     def encode(self, source_ids, training=False):
-        mask = ops.not_equal(source_ids, 0)
-        x = self.dropout_layer(self.source_embedding(source_ids), training=training)
-        memory = self._stack(self.encoder_layers, x, training, mask=mask)
+        memory, mask = self._encode_memory(source_ids, training)
         return {"memory": memory, "keys": self.attention.project_memory(memory), "mask": mask}
 
     def _readout(self, decoder_out, encoded, training=False):
         """Float32 logits [B, T, V] and attention weights [B, T, S]."""
-        context, weights = self.attention(decoder_out, encoded["memory"], encoded["mask"], keys=encoded["keys"])
+        keys = encoded.get("keys")
+        if keys is None:
+            keys = self.attention.project_memory(encoded["memory"])
+        context, weights = self.attention(decoder_out, encoded["memory"], encoded["mask"], keys=keys)
         combined = self.combine(ops.concatenate([decoder_out, context], axis=-1))
         logits = self.output_projection(self.dropout_layer(combined, training=training))
         return ops.cast(logits, "float32"), weights
 
+    def _decoder_outputs(self, target_in, training):
+        with self._on(self.target_embedding):
+            y = self.dropout_layer(self.target_embedding(target_in), training=training)
+        return self._stack(self.decoder_layers, y, training)
+
+    def shard_logits(self, inputs, training=False) -> list:
+        """Float32 logits of each batch shard, each computed on its device (placed models only)."""
+        memory, mask = self._encode_memory(inputs["source"], training)
+        y = self._decoder_outputs(inputs["target_in"], training)
+        if not self.built:  # the readout's weights live on the first device
+            with self.placement.readout_scope():
+                self._readout(y[:1], {"memory": memory[:1], "mask": mask[:1]})
+
+        def readout(y, memory, mask):
+            return self._readout(y, {"memory": memory, "mask": mask}, training)[0]
+
+        return self.placement.map_shards(readout, y, memory, mask)
+
     def call(self, inputs, training=False):
+        if self.placement is not None:
+            return ops.concatenate(self.shard_logits(inputs, training), axis=0)
         encoded = self.encode(inputs["source"], training=training)
-        y = self.dropout_layer(self.target_embedding(inputs["target_in"]), training=training)
-        y = self._stack(self.decoder_layers, y, training)
+        y = self._decoder_outputs(inputs["target_in"], training)
         return self._readout(y, encoded, training)[0]
 
     def initial_decoder_state(self, encoded, max_length):
@@ -125,10 +189,12 @@ class GNMT(Seq2SeqLM):
         return state
 
     def decode_step(self, token_ids, state, encoded):
-        x = self.target_embedding(token_ids)
+        with self._on(self.target_embedding):
+            x = self.target_embedding(token_ids)
         new_state = {}
         for index, layer in enumerate(self.decoder_layers):
-            h, (h, c) = layer.cell(x, [state[f"h_{index}"], state[f"c_{index}"]])
+            with self._on(layer):
+                h, (h, c) = layer.cell(x, [state[f"h_{index}"], state[f"c_{index}"]])
             new_state[f"h_{index}"], new_state[f"c_{index}"] = h, c
             x = h + x if index >= self.residual_start else h
         logits, weights = self._readout(ops.expand_dims(x, 1), encoded)

@@ -40,7 +40,7 @@ from keras_s2s.data.parallel import read_splits, load_parallel_data
 from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
 from keras_s2s.data.tts import TTS_DATA_KEYS, load_tts_data, normalized_utterances
-from keras_s2s.distribute import get_strategy
+from keras_s2s.distribute import describe_strategy, get_strategy
 from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
@@ -273,7 +273,7 @@ def train(
             interrupted run in it resumes from its last backup.
         epochs, steps: int | None. Number of epochs, or total training steps.
         overrides: dict | None. Card settings (see `zoo.load`).
-        devices: list[str] | None. Devices for the mirrored strategy.
+        devices: list[str] | None. Devices for the mirrored or hybrid strategy.
     """
     overrides = dict(overrides or {})
     if data:
@@ -284,7 +284,8 @@ def train(
     policy = set_precision(card.training["precision"])
     card.training["precision"] = policy  # resolved once, logged once
     check_run_dir(out, card)
-    strategy = get_strategy(card.training["strategy"], devices=devices)
+    strategy = get_strategy(card.training["strategy"], devices=devices,
+                            time_chunks=card.training.get("time_chunks", 1))
     task = _prepare(card)(card, out, policy, strategy)
     model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
     steps_per_epoch = _steps_per_epoch(card, task.num_train)
@@ -300,7 +301,7 @@ def train(
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     print(f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
-          f"{strategy.num_replicas_in_sync} replica(s)): {epochs} epoch(s) x {steps_per_epoch} steps")
+          f"{describe_strategy(strategy)}): {epochs} epoch(s) x {steps_per_epoch} steps")
     start = time.time()
     history = model_obj.fit(
         task.train,

@@ -25,6 +25,7 @@ from keras_s2s.models import ARCHITECTURES, SpeechToText, Tacotron2
 from keras_s2s.training.losses import SmoothedCrossEntropy
 from keras_s2s.training.metrics import MaskedAccuracy
 from keras_s2s.training.optimizers import build_optimizer
+from keras_s2s.training.placement import HybridParallel
 from keras_s2s.training.precision import set_precision
 
 log = logging.getLogger("keras_s2s")
@@ -95,12 +96,28 @@ def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
 
 
 def _precision_and_scope(card: Card, strategy):
-    """Set the card's precision policy; the scope to build in (the strategy's, or the user's current one)."""
+    """Set the card's precision policy; the strategy (or None) and the scope to build in (the strategy's,
+    or the user's current one)."""
     policy = set_precision(card.training.get("precision", "auto"))
     if strategy is None and not tf.distribute.has_strategy():
         strategy = card.training.get("strategy", "auto")
-    # no strategy given inside a user's `strategy.scope()`: build right there
-    return policy, get_strategy(strategy).scope() if strategy is not None else contextlib.nullcontext()
+    if strategy is None:  # no strategy given inside a user's `strategy.scope()`: build right there
+        return policy, None, contextlib.nullcontext()
+    strategy = get_strategy(strategy, time_chunks=card.training.get("time_chunks", 1))
+    return policy, strategy, strategy.scope()
+
+
+def _place(card: Card, model: keras.Model, strategy) -> None:
+    """Under the hybrid strategy, give the unbuilt model its layer plan."""
+    if not isinstance(strategy, HybridParallel):
+        return
+    if card.training.get("jit_compile"):
+        raise CardError(f"{card.path}: strategy hybrid spans several devices and XLA compiles for one; "
+                        "set training.jit_compile: false")
+    try:
+        strategy.place(model)
+    except ValueError as exc:
+        raise CardError(f"{card.path}: strategy hybrid: {exc}") from None
 
 
 def _check_accumulation(card: Card) -> None:
@@ -121,7 +138,7 @@ def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, 
     synthesizers a `vocabulary` and an `extractor` (default: those the card's
     data part describes).
     """
-    policy, scope = _precision_and_scope(card, strategy)
+    policy, strategy, scope = _precision_and_scope(card, strategy)
     kwargs = dict(card.model)
     if is_synthesis(card):
         default_extractor, default_vocabulary = speech_assets(card)
@@ -146,6 +163,7 @@ def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, 
     with scope:
         _check_accumulation(card)
         model = ARCHITECTURES[card.architecture](name=card.name, **kwargs)
+        _place(card, model, strategy)
         model.build()
         compile_model(model, card, policy)
     limit = getattr(model, "max_positions_limit", None)
@@ -167,9 +185,10 @@ def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None
         vocabulary, extractor: CharVocabulary, FeatureExtractor | None.
             Speech recognition and synthesis (default: the card's `data.characters` and
             `data.features`); saved with the model.
-        strategy: str | tf.distribute.Strategy | None. Build inside this
-            strategy's scope. None: the current scope if inside one, else
-            the card's `strategy`.
+        strategy: str | tf.distribute.Strategy | HybridParallel | None. Build
+            inside this strategy's scope. None: the current scope if inside
+            one, else the card's `strategy`. `hybrid` (or a `HybridParallel`)
+            places a GNMT's LSTM layers on devices before building it.
         weights: str | None. A `.weights.h5` file to load after building, or
             a preset: a name registered in the card's `presets`, a preset
             directory, or a `file://` / `https://` URL of a preset archive
@@ -193,7 +212,11 @@ def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
 
     entry = card.presets.get(weights)
     directory = fetch_preset(entry["url"], entry["sha256"]) if entry else fetch_preset(weights)
-    policy, scope = _precision_and_scope(card, strategy)
+    policy, strategy, scope = _precision_and_scope(card, strategy)
+    if isinstance(strategy, HybridParallel):
+        raise CardError(f"{card.path}: a preset loads unplaced; for hybrid training copy its weights into a "
+                        "placed model: zoo.load(name, strategy='hybrid').set_weights(zoo.load(name, "
+                        "weights=...).get_weights())")
     with scope:
         model = load_preset_directory(directory)
         compile_model(model, card, policy)
