@@ -31,7 +31,7 @@ keras.utils.set_random_seed(0)""",
 
 `load_parallel_data` generates the demo corpus, learns a SentencePiece vocabulary and builds bucketed
 `tf.data` pipelines. Any `tf.data.Dataset` of `({"source", "target_in"}, target)` batches works with `fit`.""",
-"""data = keras_s2s.data.load_parallel_data("demo", num_train=3000, num_valid=64, num_test=48,
+"""data = keras_s2s.data.load_parallel_data("demo", num_train=3000, num_valid=64, num_test=24,
                                          vocab_size=800, batch_size=64, max_length=48)
 print(data.tokenizer.vocab_size, "subwords;", data.test_sources[0], "->", data.test_targets[0])""",
 """md:## Model and training
@@ -39,7 +39,7 @@ print(data.tokenizer.vocab_size, "subwords;", data.test_sources[0], "->", data.t
 `zoo.load` reads the model card, applies overrides and returns a compiled Keras model.""",
 """model = keras_s2s.zoo.load("gnmt_demo", tokenizer=data.tokenizer, units=96, precision="float32",
                            learning_rate=0.005, warmup_steps=50)
-history = model.fit(data.train, validation_data=data.valid, epochs=2, steps_per_epoch=50, verbose=2)""",
+history = model.fit(data.train, validation_data=data.valid, epochs=2, steps_per_epoch=40, verbose=2)""",
 """md:## Evaluation: greedy vs beam search""",
 """sources, references = data.test_sources, data.test_targets
 for width in (1, 4):
@@ -75,7 +75,7 @@ The decoding code is shared: the Transformer's key/value cache and ConvS2S's con
 into the same greedy and beam search.""",
 """transformer = keras_s2s.zoo.load("transformer_demo", tokenizer=data.tokenizer, num_layers=2, d_model=64,
                                  num_heads=4, ffn_dim=128, precision="float32", warmup_steps=50)
-transformer.fit(data.train, epochs=1, steps_per_epoch=40, verbose=2)
+transformer.fit(data.train, epochs=1, steps_per_epoch=30, verbose=2)
 print(score(transformer.translate(sources, beam_width=4), references))""",
 ])
 
@@ -141,8 +141,21 @@ data = keras_s2s.data.load_parallel_data("demo", num_train=2000, num_valid=32, n
 model = keras_s2s.zoo.load("gnmt_demo", tokenizer=data.tokenizer, units=32, precision="float32",
                            strategy=strategy)
 history = model.fit(data.train, epochs=1, steps_per_epoch=10, verbose=2)""",
-"""md:The hybrid data/model-parallel mode (RNN layers on different devices, attention and softmax
-data-parallel) and multi-worker training are the subject of the scale-out work; see `docs/models.md`.""",
+"""md:## Hybrid data-model parallel (GNMT)
+
+`strategy="hybrid"` (Ono et al. 2019) puts LSTM layer i of the encoder and of the decoder on device
+i mod N (model parallel) and runs attention, the output projection and the loss on one batch shard per
+device (data parallel); gradients are computed where their forward ops ran. `time_chunks` splits each
+sequence so that the next layer can start on the first piece while this one works on the second.""",
+"""from keras_s2s.training.placement import HybridParallel
+
+hybrid = HybridParallel(devices, time_chunks=2)
+model = keras_s2s.zoo.load("gnmt_demo", tokenizer=data.tokenizer, units=32, precision="float32", strategy=hybrid)
+print(model.placement.describe())
+print("decoder layer 1 weights on", model.decoder_layers[1].cell.kernel.value.device)
+history = model.fit(data.train, epochs=1, steps_per_epoch=10, verbose=2)""",
+"""md:On GPUs, hybrid pays when the LSTMs are latency-bound (small per-device batches): see
+`python benchmarks/cost_model.py` and `docs/performance.md` for when to use which strategy.""",
 ])
 
 speech = notebook([

@@ -67,6 +67,9 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert main(["translate", "--model", str(out), "--input", str(tmp_path / "in.txt"),
                  "--output", str(tmp_path / "out.txt")]) == 0
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 2
+    result = run_cli("translate", "--model", str(out), stdin="the dog sees a cat\nwe will not run\nhello\n")
+    assert result.returncode == 0, result.stderr
+    assert len(result.stdout.splitlines()) == 3, "stdin to stdout, one line each"
 
     assert main(["evaluate", "--model", str(out)]) == 0
     assert f"BLEU {result['bleu']:.2f}" in capsys.readouterr().out, "evaluation is reproducible"
@@ -75,16 +78,9 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert json.loads((out / "eval-beam2.json").read_text())["beam_width"] == 2
 
 
-def test_translate_reads_stdin(tmp_path):
-    out = tmp_path / "run"
-    assert run_cli("train", "gnmt", "--steps", "4", "--out", str(out), *TINY).returncode == 0
-    result = run_cli("translate", "--model", str(out), stdin="the dog sees a cat\nwe will not run\nhello\n")
-    assert result.returncode == 0, result.stderr
-    assert len(result.stdout.splitlines()) == 3
-
-
 @pytest.mark.slow
-def test_train_on_two_aligned_files(tmp_path, capsys):
+def test_train_on_two_aligned_files_with_the_hybrid_strategy(tmp_path, capsys):
+    from conftest import CPU_DEVICES
     from keras_s2s.data import DemoCorpus
 
     pairs = DemoCorpus(seed=2).split(400, 0, 0)[0]
@@ -92,22 +88,22 @@ def test_train_on_two_aligned_files(tmp_path, capsys):
     (tmp_path / "train.tgt").write_text("\n".join(t for _, t in pairs) + "\n")
     out = tmp_path / "run"
     assert main(["train", "gnmt", "--data", str(tmp_path / "train.src"), str(tmp_path / "train.tgt"),
-                 "--steps", "3", "--out", str(out), *TINY]) == 0
+                 "--steps", "3", "--out", str(out), "--strategy", "hybrid", "--devices", ",".join(CPU_DEVICES),
+                 "--set", "time_chunks=2", *TINY]) == 0
     printed = capsys.readouterr().out
-    assert "held-out BLEU" in printed and "baseline" not in printed
+    assert "hybrid over 2 device(s)" in printed, "trained with LSTM layers on two devices"
+    assert "held-out BLEU" in printed and "baseline" not in printed, "the placed model translates too"
     result = json.loads((out / "eval.json").read_text())
     assert result["sentences"] == 8  # num_test from TINY; the split is cut from the shuffled corpus
 
 
-@pytest.mark.parametrize("strategy, shown", [("mirrored", "2 replica(s)"), ("hybrid", "hybrid over 2 device(s)")])
-def test_train_with_a_strategy_over_two_devices(tmp_path, capsys, strategy, shown):
+def test_train_with_the_mirrored_strategy_on_two_devices(tmp_path, capsys):
     from conftest import CPU_DEVICES
 
     out = tmp_path / "run"
-    assert main(["train", "gnmt", "--steps", "3", "--out", str(out), "--strategy", strategy,
-                 "--devices", ",".join(CPU_DEVICES), "--set", "time_chunks=2", *TINY]) == 0
-    printed = capsys.readouterr().out
-    assert shown in printed and "held-out BLEU" in printed  # the placed model also translates
+    assert main(["train", "gnmt", "--steps", "3", "--out", str(out), "--strategy", "mirrored",
+                 "--devices", ",".join(CPU_DEVICES), *TINY]) == 0
+    assert "2 replica(s)" in capsys.readouterr().out
     assert (out / "model.keras").is_file()
 
 

@@ -46,7 +46,7 @@ def test_load_builds_inside_a_given_strategy_and_inside_the_users_scope():
 
 def _train(strategy, batches, steps=4):
     keras.utils.set_random_seed(11)
-    model = zoo.load("gnmt", vocab_size=50, num_layers=3, units=16, dropout=0.0, precision="float32",
+    model = zoo.load("gnmt", vocab_size=50, num_layers=2, units=16, dropout=0.0, precision="float32",
                      strategy=strategy, learning_rate=0.01, schedule="constant")
     ds = tf.data.Dataset.from_tensor_slices(batches).batch(16)  # global batch 16 = 8 per replica
     history = model.fit(ds.take(steps), epochs=1, verbose=0, shuffle=False)

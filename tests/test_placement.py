@@ -126,7 +126,7 @@ def assert_on_planned_devices(model):
 
 
 def test_a_training_step_matches_the_single_device_model():
-    placed = placed_gnmt(time_chunks=2)
+    placed = placed_gnmt()
     single = tiny_gnmt(vocab_size=50, num_layers=3, units=8)
     single.build()
     single.compile(optimizer=keras.optimizers.Adam(0.01), loss=SmoothedCrossEntropy(0.1))

@@ -81,10 +81,10 @@ def test_overflowing_step_changes_no_weight_and_lowers_the_scale():
     assert any(not np.array_equal(a, v.numpy()) for a, v in zip(after, model.trainable_weights))
 
 
-def _losses(policy, demo_data, steps=60):
+def _losses(policy, demo_data, steps=36):
     keras.utils.set_random_seed(3)
-    model = zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=48, dropout=0.0,
-                     precision=policy, strategy="default", learning_rate=0.005, schedule="constant",
+    model = zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=32, dropout=0.0,
+                     precision=policy, strategy="default", learning_rate=0.01, schedule="constant",
                      clipnorm=None)
     history = model.fit(demo_data.train.take(steps), epochs=1, verbose=0,
                         callbacks=[keras.callbacks.LambdaCallback()])
