@@ -34,6 +34,9 @@ def _parser() -> argparse.ArgumentParser:
                        "synthesis: 'demo-tts', an LJSpeech-layout folder, a manifest or a directory of manifests")
     train.add_argument("--precision", choices=PRECISIONS)
     train.add_argument("--strategy", choices=STRATEGIES)
+    train.add_argument("--workers", help="multi-worker training: host:port of every worker, comma-separated, the "
+                       "same on each (instead of TF_CONFIG); implies --strategy multiworker")
+    train.add_argument("--task-index", type=int, help="with --workers: this worker's index (0 = the chief)")
     train.add_argument("--devices", help="comma-separated devices for --strategy mirrored or hybrid, "
                        "e.g. /gpu:0,/gpu:1 (hybrid pipelining: --set training.time_chunks=4)")
     group = train.add_mutually_exclusive_group()
@@ -90,6 +93,18 @@ def _parser() -> argparse.ArgumentParser:
     average.add_argument("--last", type=int, default=3, help="how many of the latest checkpoints (default 3)")
     average.add_argument("--out", required=True, help="new run directory for the averaged model")
     return parser
+
+
+def _set_tf_config(args) -> None:
+    """--workers / --task-index -> TF_CONFIG (read when the multi-worker strategy is created)."""
+    from keras_s2s.distribute import tf_config_for
+
+    if args.workers is None or args.task_index is None:
+        raise ValueError("multi-worker training needs both --workers and --task-index")
+    if args.strategy not in (None, "multiworker"):
+        raise ValueError(f"--workers runs the multiworker strategy, not --strategy {args.strategy}")
+    os.environ["TF_CONFIG"] = tf_config_for(args.workers.split(","), args.task_index)
+    args.strategy = "multiworker"
 
 
 def _overrides(args) -> dict:
@@ -243,6 +258,8 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "train":
             from keras_s2s.training.runner import train
 
+            if args.workers is not None or args.task_index is not None:
+                _set_tf_config(args)
             devices = args.devices.split(",") if args.devices else None
             data = ",".join(args.data) if args.data else None
             train(args.model, data=data, out=args.out, epochs=args.epochs, steps=args.steps,

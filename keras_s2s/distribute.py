@@ -24,6 +24,45 @@ log = logging.getLogger("keras_s2s")
 _mirrored: dict[tuple, tf.distribute.MirroredStrategy] = {}
 
 
+class MultiWorkerStrategy(tf.distribute.MultiWorkerMirroredStrategy):
+    """`MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3.15's `fit` passes it.
+
+    `fit` reduces (a) its first batch, a nested structure of per-replica
+    values, to learn the input shapes, and (b) every scalar it logs with
+    `axis=0`. `MultiWorkerMirroredStrategy.reduce` accepts neither
+    (keras-team/keras#20585: "Attempt to convert a value (PerReplica ...)").
+    This `reduce` maps over structures and reduces a scalar across replicas
+    without an axis; everything else is the parent's collective reduce.
+    """
+
+    def reduce(self, reduce_op, value, axis):
+        def reduce_one(v):
+            local = self.experimental_local_results(v)[0] if isinstance(v, tf.distribute.DistributedValues) else v
+            rank = getattr(local, "shape", tf.TensorShape([])).rank
+            return super(MultiWorkerStrategy, self).reduce(reduce_op, v, None if rank == 0 else axis)
+
+        return tf.nest.map_structure(reduce_one, value)
+
+
+def tf_config_for(workers: list[str], index: int) -> str:
+    """The TF_CONFIG of worker `index` among `workers` (host:port each); worker 0 is the chief."""
+    if not workers:
+        raise ValueError("--workers needs host:port of every worker, e.g. 10.0.0.1:2222,10.0.0.2:2222")
+    for address in workers:
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ValueError(f"worker address {address!r} is not host:port")
+    if not 0 <= index < len(workers):
+        raise ValueError(f"--task-index {index} is not a worker index (0..{len(workers) - 1})")
+    return json.dumps({"cluster": {"worker": list(workers)}, "task": {"type": "worker", "index": index}})
+
+
+def is_chief(strategy) -> bool:
+    """Whether this process writes checkpoints, logs and exports (always, except multi-worker non-chiefs)."""
+    extended = getattr(strategy, "extended", None)
+    return bool(getattr(extended, "should_checkpoint", True))
+
+
 def _tf_config_workers() -> int:
     try:
         cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
@@ -68,11 +107,15 @@ def get_strategy(name: str | tf.distribute.Strategy = "auto", devices: list[str]
         if key not in _mirrored:
             _mirrored[key] = tf.distribute.MirroredStrategy(devices=devices)
         return _mirrored[key]
-    return tf.distribute.MultiWorkerMirroredStrategy()
+    return MultiWorkerStrategy()
 
 
 def describe_strategy(strategy) -> str:
     """`2 replica(s)`, or `hybrid over 2 device(s)`, for progress messages."""
     if isinstance(strategy, HybridParallel):
         return f"hybrid over {len(strategy.devices)} device(s)"
+    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        spec = strategy.cluster_resolver.cluster_spec().as_dict()
+        workers = sum(len(spec.get(role, [])) for role in ("chief", "worker")) or 1
+        return f"{strategy.num_replicas_in_sync} replica(s) on {workers} worker(s)"
     return f"{strategy.num_replicas_in_sync} replica(s)"

@@ -67,9 +67,9 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert main(["translate", "--model", str(out), "--input", str(tmp_path / "in.txt"),
                  "--output", str(tmp_path / "out.txt")]) == 0
     assert len((tmp_path / "out.txt").read_text().splitlines()) == 2
-    result = run_cli("translate", "--model", str(out), stdin="the dog sees a cat\nwe will not run\nhello\n")
-    assert result.returncode == 0, result.stderr
-    assert len(result.stdout.splitlines()) == 3, "stdin to stdout, one line each"
+    piped = run_cli("translate", "--model", str(out), stdin="the dog sees a cat\nwe will not run\nhello\n")
+    assert piped.returncode == 0, piped.stderr
+    assert len(piped.stdout.splitlines()) == 3, "stdin to stdout, one line each"
 
     assert main(["evaluate", "--model", str(out)]) == 0
     assert f"BLEU {result['bleu']:.2f}" in capsys.readouterr().out, "evaluation is reproducible"

@@ -2,24 +2,11 @@
 and no resuming with other settings."""
 
 import json
-import os
-import signal
-import subprocess
-import sys
-import time
 
 import keras
 import numpy as np
-import pytest
 
-from keras_s2s.training.runner import AtomicBackupAndRestore, load_model
-
-EPOCHS, STEPS = 6, 30
-COMMAND = [sys.executable, "-m", "keras_s2s.cli", "train", "gnmt_demo", "--data", "demo", "--epochs", str(EPOCHS),
-           "--precision", "float32", "--set", "units=16", "--set", "num_layers=2", "--set", "vocab_size=300",
-           "--set", "num_train=2000", "--set", "num_valid=32", "--set", "num_test=16", "--set", "batch_size=16",
-           "--set", f"steps_per_epoch={STEPS}", "--set", "max_length=24"]
-
+from keras_s2s.training.runner import AtomicBackupAndRestore
 
 def tiny_model():
     keras.utils.set_random_seed(0)
@@ -57,34 +44,4 @@ def test_backups_commit_atomically_and_restore_weights_optimizer_and_epoch(tmp_p
     assert not (tmp_path / "backup").exists()
 
 
-@pytest.mark.slow
-def test_a_killed_training_run_resumes_and_finishes_the_planned_steps(tmp_path):
-    env = dict(os.environ, KERAS_S2S_HOME=str(tmp_path / "home"), TF_CPP_MIN_LOG_LEVEL="2")
-    run = tmp_path / "run"
-    command = COMMAND + ["--out", str(run)]
-    first = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    pointer = run / "backup" / "latest.json"
-    deadline = time.time() + 300
-    while time.time() < deadline and first.poll() is None:
-        if pointer.is_file() and json.loads(pointer.read_text())["epoch"] >= 2:
-            break
-        time.sleep(0.02)
-    assert first.poll() is None, "the first run ended before it could be killed:\n" + first.stdout.read()
-    first.send_signal(signal.SIGKILL)
-    first.wait()
-    killed_at = json.loads(pointer.read_text())["epoch"]
-    assert 2 <= killed_at < EPOCHS and not (run / "model.keras").exists()
-    assert (run / "backup" / json.loads(pointer.read_text())["weights"]).is_file()
-
-    changed = subprocess.run(command + ["--set", "units=24"], env=env, capture_output=True, text=True, timeout=300)
-    assert changed.returncode == 2 and "model.units (16 -> 24)" in changed.stderr, changed.stderr
-    second = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
-    assert second.returncode == 0, second.stdout[-3000:] + second.stderr[-3000:]
-    assert f"resuming from the backup after epoch {killed_at}" in second.stdout + second.stderr
-    model = load_model(run)
-    assert int(model.optimizer.iterations) == EPOCHS * STEPS, "no step lost, none counted twice"
-    history = json.loads((run / "history.json").read_text())
-    assert len(history["loss"]) == EPOCHS - killed_at  # the resumed run trained only the missing epochs
-    metadata = json.loads((run / "preset" / "metadata.json").read_text())
-    assert metadata["training_steps"] == EPOCHS * STEPS
-    assert not (run / "backup").exists() and len(list((run / "checkpoints").glob("epoch-*.weights.h5"))) == EPOCHS
+# The SIGKILL-and-restart test of a whole training job (two workers) is in test_multiworker.py.

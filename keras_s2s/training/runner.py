@@ -28,6 +28,7 @@ import logging
 import math
 import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -40,7 +41,7 @@ from keras_s2s.data.parallel import read_splits, load_parallel_data
 from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
 from keras_s2s.data.tts import TTS_DATA_KEYS, load_tts_data, normalized_utterances
-from keras_s2s.distribute import describe_strategy, get_strategy
+from keras_s2s.distribute import describe_strategy, get_strategy, is_chief
 from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
@@ -76,9 +77,10 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
     training ends normally.
     """
 
-    def __init__(self, backup_dir: str | Path):
+    def __init__(self, backup_dir: str | Path, write: bool = True):
         super().__init__()
         self.backup_dir = Path(backup_dir)
+        self.write = write  # False on multi-worker non-chiefs: they restore from the chief's backup only
 
     def on_train_begin(self, logs=None):
         pointer = self.backup_dir / "latest.json"
@@ -92,6 +94,8 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         log.info("resuming from the backup after epoch %d (%s)", latest["epoch"], self.backup_dir)
 
     def on_epoch_end(self, epoch, logs=None):
+        if not self.write:
+            return
         self.backup_dir.mkdir(parents=True, exist_ok=True)
         name = f"epoch-{epoch + 1:04d}.weights.h5"
         atomic_write(self.backup_dir / name, self.model.save_weights)
@@ -102,7 +106,8 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
                 old.unlink()
 
     def on_train_end(self, logs=None):
-        shutil.rmtree(self.backup_dir, ignore_errors=True)
+        if self.write:
+            shutil.rmtree(self.backup_dir, ignore_errors=True)
 
 
 def load_model(run_dir: str | Path) -> keras.Model:
@@ -274,19 +279,35 @@ def train(
         epochs, steps: int | None. Number of epochs, or total training steps.
         overrides: dict | None. Card settings (see `zoo.load`).
         devices: list[str] | None. Devices for the mirrored or hybrid strategy.
+        Multi-worker (`strategy: multiworker`, TF_CONFIG set): every worker runs
+        this with the same arguments and `out` on storage they share; only the
+        chief writes there (the others train in a temporary folder, removed at
+        the end) and evaluates; all resume from the chief's backup.
     """
     overrides = dict(overrides or {})
     if data:
         overrides["data.source"] = data
     card = zoo.get_card(model, **overrides)
     out = Path(out or Path("runs") / card.name)
+    # first: a multi-worker strategy must exist before TensorFlow runs anything
+    strategy = get_strategy(card.training["strategy"], devices=devices,
+                            time_chunks=card.training.get("time_chunks", 1))
+    if not is_chief(strategy):  # a worker other than the chief writes nothing that lasts
+        with tempfile.TemporaryDirectory(prefix="keras-s2s-worker-") as scratch:
+            return _train(card, out, Path(scratch), strategy, epochs, steps, verbose)
+    return _train(card, out, out, strategy, epochs, steps, verbose)
+
+
+def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -> dict:
+    """Train in `write_dir` (the run directory, or a non-chief worker's scratch folder); every worker
+    resumes from the chief's backup in `out`."""
+    chief = write_dir == out
     keras.utils.set_random_seed(card.training.get("seed", 0))
     policy = set_precision(card.training["precision"])
     card.training["precision"] = policy  # resolved once, logged once
-    check_run_dir(out, card)
-    strategy = get_strategy(card.training["strategy"], devices=devices,
-                            time_chunks=card.training.get("time_chunks", 1))
-    task = _prepare(card)(card, out, policy, strategy)
+    if chief:
+        check_run_dir(out, card)
+    task = _prepare(card)(card, write_dir, policy, strategy)
     model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
     steps_per_epoch = _steps_per_epoch(card, task.num_train)
     epochs = epochs or card.training["epochs"]
@@ -294,9 +315,9 @@ def train(
         epochs = max(1, math.ceil(steps / steps_per_epoch))
         steps_per_epoch = math.ceil(steps / epochs)
     callbacks = [
-        AtomicCheckpoint(out / "checkpoints"),
-        AtomicBackupAndRestore(out / "backup"),  # after the checkpoint: the backup commits the epoch
-        keras.callbacks.TensorBoard(str(out / "logs")),
+        AtomicCheckpoint(write_dir / "checkpoints"),
+        AtomicBackupAndRestore(out / "backup", write=chief),  # after the checkpoint: the backup commits the epoch
+        keras.callbacks.TensorBoard(str(write_dir / "logs")),
     ]
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
@@ -305,7 +326,8 @@ def train(
     start = time.time()
     history = model_obj.fit(
         task.train,
-        validation_data=task.valid,
+        # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
+        validation_data=task.valid.repeat() if task.valid is not None else None,
         validation_steps=sum(1 for _ in task.valid) if task.valid is not None else None,
         epochs=epochs,
         steps_per_epoch=steps_per_epoch,
@@ -314,6 +336,9 @@ def train(
         shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data.Dataset
     )
     train_seconds = time.time() - start
+    if not chief:
+        print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
+        return {"train_seconds": round(train_seconds, 1), "loss": history.history["loss"][-1]}
     atomic_write(out / "model.keras", model_obj.save)
     atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(history.history, indent=2)))
     print(f"trained in {train_seconds:.0f}s; model saved to {out / 'model.keras'}")

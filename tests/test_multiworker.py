@@ -1,0 +1,158 @@
+"""Multi-worker training with real worker processes on 127.0.0.1: identical weights, the single-process
+loss, chief-only writes, and a job that survives a SIGKILLed worker."""
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from keras_s2s.cli import main
+from keras_s2s.training.runner import load_model
+
+WORKER_SCRIPT = """
+import json, os, sys
+import numpy as np
+sys.path.insert(0, {tests!r})
+os.environ["TF_CONFIG"] = {tf_config!r}
+from keras_s2s.distribute import get_strategy
+strategy = get_strategy("multiworker")  # before TensorFlow runs anything
+from test_multiworker import train_tiny_gnmt
+loss, weights = train_tiny_gnmt(strategy)
+np.savez({out!r}, loss=loss, *weights)
+"""
+
+
+def free_ports(count):
+    sockets = [socket.socket() for _ in range(count)]
+    for s in sockets:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in sockets]
+    for s in sockets:
+        s.close()
+    return ",".join(f"127.0.0.1:{p}" for p in ports)
+
+
+def train_tiny_gnmt(strategy, steps=3):
+    """A tiny GNMT trained on fixed, unpadded batches (global batch 16); returns (last loss, weights)."""
+    import keras
+    import tensorflow as tf
+
+    from keras_s2s import zoo
+
+    rng = np.random.default_rng(0)
+    source = rng.integers(4, 50, (48, 8)).astype("int32")
+    target = rng.integers(4, 50, (48, 8)).astype("int32")
+    keras.utils.set_random_seed(11)
+    model = zoo.load("gnmt", vocab_size=50, num_layers=2, units=16, dropout=0.0, precision="float32",
+                     strategy=strategy, learning_rate=0.01, schedule="constant")
+    dataset = tf.data.Dataset.from_tensor_slices(({"source": source, "target_in": target}, target)).batch(16)
+    history = model.fit(dataset.take(steps), epochs=1, verbose=0, shuffle=False)
+    return history.history["loss"][-1], [w.numpy() for w in model.weights]
+
+
+def start_workers(script_for, tmp_path, env=None):
+    workers = free_ports(2)
+    processes = []
+    for index in range(2):
+        script = tmp_path / f"worker{index}.py"
+        script.write_text(script_for(workers, index))
+        processes.append(subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
+                                          stderr=subprocess.STDOUT, text=True))
+    return processes
+
+
+def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_path):
+    from keras_s2s.distribute import tf_config_for
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    processes = start_workers(lambda workers, i: WORKER_SCRIPT.format(
+        tests=tests, tf_config=tf_config_for(workers.split(","), i), out=str(tmp_path / f"w{i}.npz")), tmp_path, env)
+    for process in processes:
+        output = process.communicate(timeout=300)[0]
+        assert process.returncode == 0, output[-3000:]
+    first, second = (np.load(tmp_path / f"w{i}.npz") for i in range(2))
+    for key in first.files:
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)  # one model, two workers
+
+    from keras_s2s.distribute import get_strategy
+
+    loss, weights = train_tiny_gnmt(get_strategy("default"))  # one process, the same global batches
+    assert float(first["loss"]) == pytest.approx(loss, rel=1e-4)
+    for index, expected in enumerate(weights):
+        np.testing.assert_allclose(first[f"arr_{index}"], expected, atol=1e-4)
+
+
+EPOCHS, STEPS = 4, 3
+TRAIN = ["train", "gnmt_demo", "--data", "demo", "--epochs", str(EPOCHS), "--precision", "float32",
+         "--set", "units=16", "--set", "num_layers=2", "--set", "vocab_size=300", "--set", "num_train=600",
+         "--set", "num_valid=16", "--set", "num_test=8", "--set", "batch_size=16",
+         "--set", f"steps_per_epoch={STEPS}", "--set", "max_length=24", "--set", "decode_max_length=20"]
+
+
+def start_job(run, tmp_path, name):
+    """Two `keras-s2s train` workers (index 0 = the chief) writing to `run`; their scratch in tmp_path/name."""
+    scratch = tmp_path / name
+    scratch.mkdir()
+    env = dict(os.environ, KERAS_S2S_HOME=str(tmp_path / "home"), TF_CPP_MIN_LOG_LEVEL="2", TMPDIR=str(scratch))
+    workers = free_ports(2)
+    return [subprocess.Popen([sys.executable, "-m", "keras_s2s.cli", *TRAIN, "--out", str(run), "--workers", workers,
+                              "--task-index", str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                             text=True) for i in range(2)], scratch
+
+
+@pytest.mark.slow
+def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path):
+    run = tmp_path / "run"
+    (chief, worker), _ = start_job(run, tmp_path, "first")
+    pointer = run / "backup" / "latest.json"
+    deadline = time.time() + 300
+    while time.time() < deadline and chief.poll() is None:
+        if pointer.is_file() and json.loads(pointer.read_text())["epoch"] >= 2:
+            break
+        time.sleep(0.02)
+    assert chief.poll() is None, "the job ended before a worker could be killed:\n" + chief.stdout.read()
+    worker.send_signal(signal.SIGKILL)  # the chief now waits on a collective with a dead peer:
+    chief.send_signal(signal.SIGKILL)  # the job is lost, as a scheduler would see it
+    worker.wait(), chief.wait()
+    killed_at = json.loads(pointer.read_text())["epoch"]
+    assert 2 <= killed_at < EPOCHS and not (run / "model.keras").exists()
+
+    changed = subprocess.run([sys.executable, "-m", "keras_s2s.cli", *TRAIN, "--out", str(run), "--set", "units=24"],
+                             env=dict(os.environ, KERAS_S2S_HOME=str(tmp_path / "home")), capture_output=True,
+                             text=True, timeout=300)
+    assert changed.returncode == 2 and "model.units (16 -> 24)" in changed.stderr, changed.stderr
+
+    (chief, worker), scratch = start_job(run, tmp_path, "second")  # the job restarts
+    outputs = [p.communicate(timeout=600)[0] for p in (chief, worker)]
+    assert chief.returncode == 0 and worker.returncode == 0, outputs[0][-3000:] + outputs[1][-3000:]
+    for output in outputs:  # both workers restored the chief's backup
+        assert f"resuming from the backup after epoch {killed_at}" in output
+    assert "the chief saves and evaluates" in outputs[1] and "held-out BLEU" in outputs[0]
+    model = load_model(run)
+    assert int(model.optimizer.iterations) == EPOCHS * STEPS, "no step lost, none counted twice"
+    history = json.loads((run / "history.json").read_text())
+    assert len(history["loss"]) == EPOCHS - killed_at  # the resumed job trained only the missing epochs
+    assert json.loads((run / "preset" / "metadata.json").read_text())["training_steps"] == EPOCHS * STEPS
+    assert not (run / "backup").exists() and len(list((run / "checkpoints").glob("epoch-*.weights.h5"))) == EPOCHS
+    assert not list(scratch.iterdir()), "the non-chief's scratch folder is removed"
+
+
+def test_worker_flags_are_checked(capsys, tmp_path):
+    out = str(tmp_path / "r")
+    assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1:1,127.0.0.1:2"]) == 2
+    assert "needs both --workers and --task-index" in capsys.readouterr().err
+    assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1,127.0.0.1:2", "--task-index", "0"]) == 2
+    assert "'127.0.0.1' is not host:port" in capsys.readouterr().err
+    assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1:1", "--task-index", "1"]) == 2
+    assert "not a worker index (0..0)" in capsys.readouterr().err
+    assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1:1", "--task-index", "0",
+                 "--strategy", "mirrored"]) == 2
+    assert "not --strategy mirrored" in capsys.readouterr().err
+    assert "TF_CONFIG" not in os.environ
