@@ -97,16 +97,6 @@ def test_train_on_two_aligned_files_with_the_hybrid_strategy(tmp_path, capsys):
     assert result["sentences"] == 8  # num_test from TINY; the split is cut from the shuffled corpus
 
 
-def test_train_with_the_mirrored_strategy_on_two_devices(tmp_path, capsys):
-    from conftest import CPU_DEVICES
-
-    out = tmp_path / "run"
-    assert main(["train", "gnmt", "--steps", "3", "--out", str(out), "--strategy", "mirrored",
-                 "--devices", ",".join(CPU_DEVICES), *TINY]) == 0
-    assert "2 replica(s)" in capsys.readouterr().out
-    assert (out / "model.keras").is_file()
-
-
 def test_a_crash_while_saving_leaves_no_partial_file(tmp_path):
     from keras_s2s.training.runner import atomic_write
 
@@ -173,13 +163,16 @@ def test_each_architecture_trains_on_a_split_directory_evaluates_averages_and_tr
         assert not (tmp_path / "long.out").exists()
 
 
-def test_checkpoint_averaging_is_the_mean_of_the_weights(tmp_path):
+def test_mirrored_training_over_several_epochs_and_checkpoint_averaging(tmp_path, capsys):
     import numpy as np
 
+    from conftest import CPU_DEVICES
     from keras_s2s.training.runner import average_checkpoints, load_model
 
     out = tmp_path / "run"
-    assert main(["train", "gnmt", "--epochs", "3", "--set", "steps_per_epoch=2", "--out", str(out), *TINY]) == 0
+    assert main(["train", "gnmt", "--epochs", "3", "--set", "steps_per_epoch=2", "--out", str(out),
+                 "--strategy", "mirrored", "--devices", ",".join(CPU_DEVICES), *TINY]) == 0
+    assert "2 replica(s)" in capsys.readouterr().out
     model = load_model(out)
     per_epoch = []
     for path in sorted((out / "checkpoints").iterdir())[1:]:

@@ -108,7 +108,7 @@ def start_job(run, tmp_path, name):
 
 
 @pytest.mark.slow
-def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path):
+def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path, capsys, monkeypatch):
     run = tmp_path / "run"
     (chief, worker), _ = start_job(run, tmp_path, "first")
     pointer = run / "backup" / "latest.json"
@@ -124,10 +124,9 @@ def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path):
     killed_at = json.loads(pointer.read_text())["epoch"]
     assert 2 <= killed_at < EPOCHS and not (run / "model.keras").exists()
 
-    changed = subprocess.run([sys.executable, "-m", "keras_s2s.cli", *TRAIN, "--out", str(run), "--set", "units=24"],
-                             env=dict(os.environ, KERAS_S2S_HOME=str(tmp_path / "home")), capture_output=True,
-                             text=True, timeout=300)
-    assert changed.returncode == 2 and "model.units (16 -> 24)" in changed.stderr, changed.stderr
+    monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path / "home"))
+    assert main([*TRAIN, "--out", str(run), "--set", "units=24"]) == 2  # the run's settings are kept
+    assert "model.units (16 -> 24)" in capsys.readouterr().err
 
     (chief, worker), scratch = start_job(run, tmp_path, "second")  # the job restarts
     outputs = [p.communicate(timeout=600)[0] for p in (chief, worker)]

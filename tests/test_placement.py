@@ -59,35 +59,32 @@ def _layer_of(op, names):
     return None
 
 
-def test_forward_and_backward_ops_run_on_their_planned_devices():
-    model = placed_gnmt(time_chunks=2)
-    x, y = batch()
-    graph = tf.function(model.train_step).get_concrete_function((x, y)).graph
+def assert_ops_on_planned_devices(model, graph, time_chunks):
+    """Forward and backward LSTM loops, matmuls and gathers of every placed layer, and each shard's
+    readout ops, carry their planned device in the traced graph."""
     plan = expected_devices(model)
     checked = {name: 0 for name in plan}
     shards = [0, 0]
     for op in graph.get_operations():
-        parts = op.name.split("/")
         name = _layer_of(op, plan)
         if name and op.type in ("While", "StatelessWhile", "MatMul", "GatherV2"):
             assert op.device and _canonical(op.device) == f"CPU:{plan[name]}", (op.name, op.device)
             checked[name] += 1
         for index in (0, 1):
-            if f"shard_{index}" in parts and op.type in ("MatMul", "BatchMatMulV2", "Softmax", "Sum"):
+            if f"shard_{index}" in op.name.split("/") and op.type in ("MatMul", "BatchMatMulV2", "Softmax", "Sum"):
                 assert _canonical(op.device) == f"CPU:{index}", (op.name, op.device)
                 shards[index] += 1
-    assert all(checked.values()), checked
-    assert all(shards), shards
-    # gradient while-loops (backward through each LSTM, per time chunk) run where their forward loops ran
+    assert all(checked.values()) and all(shards), (checked, shards)
+    # gradient loops (backward through each LSTM and time chunk) run where their forward loops ran
     backward = [op for op in graph.get_operations() if op.type in ("While", "StatelessWhile")
                 and op.name.startswith("gradients/")]
-    assert len(backward) == 2 + 2 * 2 + 3 * 2  # bidirectional (2 loops), 2 encoder and 3 decoder LSTMs x 2 chunks
+    assert len(backward) == 2 + (2 + 3) * time_chunks  # bidirectional (2 loops), 2 encoder + 3 decoder LSTMs
     for op in backward:
         assert _canonical(op.device) == f"CPU:{plan[_layer_of(op, plan)]}", (op.name, op.device)
 
 
 @pytest.mark.parametrize("time_chunks, size", [(1, 5), (3, 1)])  # uneven shards; an empty shard
-def test_loss_and_gradients_equal_the_single_device_models(time_chunks, size):
+def test_placed_ops_loss_and_gradients_match_the_single_device_model(time_chunks, size):
     placed = placed_gnmt(time_chunks)
     single = tiny_gnmt(vocab_size=50, num_layers=3, units=8)
     single.build()
@@ -101,6 +98,7 @@ def test_loss_and_gradients_equal_the_single_device_models(time_chunks, size):
         return loss, tf.gradients(loss, [v.value for v in placed.trainable_variables])
 
     loss, grads = hybrid()
+    assert_ops_on_planned_devices(placed, hybrid.get_concrete_function().graph, time_chunks)
     with tf.GradientTape() as tape:
         expected = single.compute_loss(x, y, single(x, training=True))
     expected_grads = tape.gradient(expected, single.trainable_variables)
@@ -165,6 +163,8 @@ def test_bad_placements_are_refused_clearly():
         HybridParallel(DEVICES).place(built)
     with pytest.raises(ValueError, match="placeable layers are"):
         HybridParallel(DEVICES, plan={"decoder_lstm_9": 1}).place(tiny_gnmt())
+    with pytest.raises(ValueError, match="device index 2; there are 2 devices"):
+        HybridParallel(DEVICES, plan={"decoder_lstm_1": 2}).place(tiny_gnmt())
     with pytest.raises(CardError, match="lacks encoder_layers"):
         zoo.load("transformer", vocab_size=40, num_layers=1, d_model=8, num_heads=2, ffn_dim=8, strategy="hybrid")
     with pytest.raises(CardError, match="jit_compile"):

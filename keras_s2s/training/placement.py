@@ -139,6 +139,8 @@ def default_plan(model, devices: list[str], time_chunks: int = 1, overrides: dic
     for name, device in overrides.items():
         if name not in placeable:
             raise ValueError(f"the plan names layer {name!r}; placeable layers are {', '.join(placeable)}")
+        if isinstance(device, int) and not 0 <= device < len(devices):
+            raise ValueError(f"the plan puts {name!r} on device index {device}; there are {len(devices)} devices")
         overrides[name] = devices[device] if isinstance(device, int) else check_devices([device])[0]
     layers = {}
     for embedding, stack in stacks:
