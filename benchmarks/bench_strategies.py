@@ -76,9 +76,9 @@ def main() -> None:
     labels = rng.integers(3, args.vocab, (args.batch, args.length)).astype("int32")
     medians = interleaved_step_times(models, inputs, labels, args.steps, args.repeats)
     tokens = args.batch * args.length
+    where = "2 slices of one GPU" if args.gpu else "2 logical CPU devices with one thread each"
     print(f"\nGNMT {args.layers}x{args.units}, vocabulary {args.vocab}, global batch {args.batch} x {args.length}, "
-          f"{args.precision}, {'2 halves of one GPU' if args.gpu else '2 logical CPU devices with one thread each'}; median of {args.repeats} x {args.steps} "
-          f"interleaved steps")
+          f"{args.precision}, {where}; median of {args.repeats} x {args.steps} interleaved steps")
     print(f"{'strategy':22s} {'s/step':>7s} {'tokens/s':>9s} {'speedup':>8s}")
     for name in models:
         print(f"{name:22s} {medians[name]:7.3f} {tokens / medians[name]:9.0f} "

@@ -63,12 +63,17 @@ def is_chief(strategy) -> bool:
     return bool(getattr(extended, "should_checkpoint", True))
 
 
+def _count_workers(cluster: dict) -> int:
+    """Training processes (chief and workers) of a cluster spec {role: [addresses]}."""
+    return sum(len(cluster.get(role, [])) for role in ("chief", "worker"))
+
+
 def _tf_config_workers() -> int:
     try:
         cluster = json.loads(os.environ.get("TF_CONFIG", "{}")).get("cluster", {})
     except json.JSONDecodeError as exc:
         raise ValueError(f"TF_CONFIG is not valid JSON: {exc}") from None
-    return sum(len(cluster.get(role, [])) for role in ("chief", "worker"))
+    return _count_workers(cluster)
 
 
 def get_strategy(name: str | tf.distribute.Strategy = "auto", devices: list[str] | None = None,
@@ -115,7 +120,6 @@ def describe_strategy(strategy) -> str:
     if isinstance(strategy, HybridParallel):
         return f"hybrid over {len(strategy.devices)} device(s)"
     if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        spec = strategy.cluster_resolver.cluster_spec().as_dict()
-        workers = sum(len(spec.get(role, [])) for role in ("chief", "worker")) or 1
+        workers = _count_workers(strategy.cluster_resolver.cluster_spec().as_dict()) or 1
         return f"{strategy.num_replicas_in_sync} replica(s) on {workers} worker(s)"
     return f"{strategy.num_replicas_in_sync} replica(s)"
