@@ -10,9 +10,9 @@ Training configurations are timed interleaved (A/B/C/D/A/B/C/D...) and
 reported as medians; compare the ratios, not the absolute numbers (this
 machine is shared and absolute times drift).
 
-Model FLOPs are counted analytically: 6 x (weights applied per token) x
-tokens for the dense/convolution/recurrent matmuls (2 forward, 4 backward),
-plus 3 x the forward FLOPs of attention scores and weighted sums.
+Model FLOPs are counted analytically (`flops.py`): 6 x (weights applied per
+token) x tokens for the dense/convolution/recurrent matmuls (2 forward, 4
+backward), plus 3 x the forward FLOPs of attention scores and weighted sums.
 
     python benchmarks/bench_nmt.py
     python benchmarks/bench_nmt.py --models transformer --batch 32 --repeats 5
@@ -31,6 +31,7 @@ import numpy as np  # noqa: E402
 from keras_s2s import zoo  # noqa: E402
 
 from benchlib import interleaved_step_times, matmul_gflops, median_seconds  # noqa: E402
+from flops import training_flops  # noqa: E402
 
 CARDS = {"gnmt": "gnmt_demo", "transformer": "transformer_demo", "convs2s": "convs2s_demo"}
 CONFIGS = [("float32", False), ("mixed_bfloat16", False), ("float32", True), ("mixed_bfloat16", True)]
@@ -39,35 +40,6 @@ CONFIGS = [("float32", False), ("mixed_bfloat16", False), ("float32", True), ("m
 def build(name: str, policy: str, xla: bool, vocab: int) -> keras.Model:
     keras.utils.set_random_seed(0)
     return zoo.load(CARDS[name], vocab_size=vocab, precision=policy, strategy="default", jit_compile=xla)
-
-
-def matmul_weights_per_token(model) -> int:
-    """Weights that take part in a matmul for every token (embedding lookups and position tables excluded)."""
-    total = 0
-    for weight in model.trainable_weights:
-        path = weight.path
-        lookup = "embedding" in path or "positions" in path
-        if len(weight.shape) >= 2 and not lookup:
-            total += int(np.prod(weight.shape))
-    if getattr(model, "share_embeddings", False):  # the shared matrix is also the output projection
-        total += model.vocab_size * model.d_model
-    return total
-
-
-def attention_flops(name: str, model, batch: int, length: int) -> int:
-    """Forward FLOPs of attention scores and weighted sums (source and target both `length` long)."""
-    pairs = batch * length * length
-    if name == "transformer":
-        layers = len(model.encoder_blocks) + 2 * len(model.decoder_blocks)  # decoder: self + cross
-        return layers * 4 * pairs * model.d_model
-    if name == "gnmt":
-        units = model.attention_units or model.units
-        return pairs * (3 * units + 2 * model.units)  # add + tanh + v-dot per pair, then the weighted sum
-    return len(model.channels) * 4 * pairs * model.embedding_dim  # convs2s: every decoder layer attends
-
-
-def training_flops(name: str, model, batch: int, length: int) -> float:
-    return 6.0 * matmul_weights_per_token(model) * batch * length + 3.0 * attention_flops(name, model, batch, length)
 
 
 def time_decoding(model, source, max_length: int, repeats: int) -> dict:
@@ -101,7 +73,7 @@ def main() -> None:
     for name in args.models:
         models = {config: build(name, *config, args.vocab) for config in CONFIGS}
         seconds = interleaved_step_times(models, *batch_data, args.steps, args.repeats)
-        flops = training_flops(name, models[CONFIGS[0]], args.batch, args.length)
+        flops = training_flops(name, models[CONFIGS[0]], {"batch": args.batch, "length": args.length})
         for (policy, xla), step in seconds.items():
             rows.append((name, policy, xla, step, tokens / step, seconds[("float32", False)] / step,
                          flops / step / 1e9, flops / step / 1e9 / peak[policy]))

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import keras
 
+from keras_s2s.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class ConvBlock(keras.layers.Layer):
@@ -40,7 +42,7 @@ class ConvBlock(keras.layers.Layer):
                                for i in range(num_residuals)]
         self.residual_norms = [keras.layers.BatchNormalization(dtype=policy, name=f"residual_norm_{i}")
                                for i in range(num_residuals)]
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
+        self.dropout_layer = Dropout(dropout, dtype=policy)
 
     def call(self, x, residuals=(), training=False, keep=None):
         """`keep` [B, T, 1]: 1 at real frames; padded frames are zeroed after every sub-block, so that

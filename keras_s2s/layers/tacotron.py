@@ -11,6 +11,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_s2s.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class ConvStack(keras.layers.Layer):
@@ -32,7 +34,7 @@ class ConvStack(keras.layers.Layer):
         self.convs = [keras.layers.Conv1D(size, kernel_size, padding="same", dtype=policy, name=f"conv_{i}")
                       for i, size in enumerate(sizes)]
         self.norms = [keras.layers.BatchNormalization(dtype=policy, name=f"norm_{i}") for i in range(layers)]
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
+        self.dropout_layer = Dropout(dropout, dtype=policy)
 
     def build(self, input_shape):
         for conv, norm, channels in zip(self.convs, self.norms, [input_shape[-1]] + [c.filters for c in self.convs]):
@@ -68,7 +70,7 @@ class Prenet(keras.layers.Layer):
         self.units, self.dropout, self.always_dropout = list(units), dropout, always_dropout
         self.dense = [keras.layers.Dense(u, activation="relu", dtype=self.dtype_policy, name=f"dense_{i}")
                       for i, u in enumerate(self.units)]
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, input_shape):
         size = input_shape[-1]

@@ -17,6 +17,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_s2s.layers.dropout import Dropout
+
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class Float32LayerNorm(keras.layers.LayerNormalization):
@@ -49,7 +51,7 @@ class MultiHeadAttention(keras.layers.Layer):
         dense = lambda name: keras.layers.Dense(d_model, dtype=self.dtype_policy, name=name)  # noqa: E731
         self.query_dense, self.key_dense, self.value_dense = dense("query"), dense("key"), dense("value")
         self.output_dense = dense("output")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def _split(self, x):
         shape = ops.shape(x)
@@ -92,7 +94,7 @@ class _Block(keras.layers.Layer):
         policy = self.dtype_policy
         self.ffn_in = keras.layers.Dense(ffn_dim, activation="relu", dtype=policy, name="ffn_in")
         self.ffn_out = keras.layers.Dense(d_model, dtype=policy, name="ffn_out")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
+        self.dropout_layer = Dropout(dropout, dtype=policy)
 
     def _residual(self, x, norm, sublayer, training):
         """x + sublayer(norm(x)) (pre-norm) or norm(x + sublayer(x)) (post-norm)."""

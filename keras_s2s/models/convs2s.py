@@ -26,6 +26,7 @@ from keras import ops
 import tensorflow as tf
 
 from keras_s2s.layers.convolution import WeightNormConv1D, WeightNormDense
+from keras_s2s.layers.dropout import Dropout
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM, positions_of
 
 SQRT_HALF = math.sqrt(0.5)
@@ -100,7 +101,7 @@ class ConvS2S(Seq2SeqLM):
                               for i, width in enumerate(channels)]
         self.decoder_out = WeightNormDense(out_embedding_dim or embedding_dim, dtype=policy, name="decoder_out")
         self.output_projection = WeightNormDense(vocab_size, dropout=dropout, dtype=policy, name="output_projection")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
+        self.dropout_layer = Dropout(dropout, dtype=policy)
 
     # --- pieces shared by training and step-wise decoding -----------------------------------
 

@@ -15,6 +15,8 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_s2s.layers.dropout import Dropout
+from keras_s2s.layers.recurrent import GRU, LSTM
 from keras_s2s.models.speech_to_text import SpeechToText
 
 
@@ -48,12 +50,12 @@ class DeepSpeech2(SpeechToText):
                                 dtype=policy, name="conv_1"),
         ]
         self.conv_norms = [keras.layers.BatchNormalization(dtype=policy, name=f"conv_norm_{i}") for i in range(2)]
-        cell = keras.layers.GRU if rnn_type == "gru" else keras.layers.LSTM
+        cell = GRU if rnn_type == "gru" else LSTM
         self.rnns = [keras.layers.Bidirectional(cell(rnn_units, return_sequences=True, dtype=policy), dtype=policy,
                                                 name=f"birnn_{i}") for i in range(num_rnn_layers)]
         self.fc = keras.layers.Dense(fc_units, activation="relu", dtype=policy, name="fc") if fc_units else None
         self.output_dense = keras.layers.Dense(vocab_size, dtype=policy, name="output")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
+        self.dropout_layer = Dropout(dropout, dtype=policy)
 
     def call(self, inputs, training=False):
         x = ops.expand_dims(inputs["features"], -1)  # [B, T, F, 1]

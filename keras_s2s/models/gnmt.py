@@ -27,6 +27,8 @@ from keras import ops
 import tensorflow as tf
 
 from keras_s2s.layers.attention import NormalizedBahdanauAttention
+from keras_s2s.layers.dropout import Dropout
+from keras_s2s.layers.recurrent import LSTM
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM
 from keras_s2s.training import placement as hybrid
 
@@ -80,17 +82,17 @@ class GNMT(Seq2SeqLM):
         # unidirectional LSTMs return their state too, so the hybrid mode can run them in time chunks
         self.encoder_layers = [
             keras.layers.Bidirectional(
-                keras.layers.LSTM(units, return_sequences=True, dtype=dtype), dtype=dtype, name="encoder_bilstm"
+                LSTM(units, return_sequences=True, dtype=dtype), dtype=dtype, name="encoder_bilstm"
             )
         ] + [
-            keras.layers.LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"encoder_lstm_{i}")
+            LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"encoder_lstm_{i}")
             for i in range(1, num_layers)
         ]
         self.decoder_layers = [
-            keras.layers.LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"decoder_lstm_{i}")
+            LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"decoder_lstm_{i}")
             for i in range(num_layers)
         ]
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=dtype)
+        self.dropout_layer = Dropout(dropout, dtype=dtype)
         self.attention = NormalizedBahdanauAttention(attention_units or units, dtype=dtype, name="attention")
         self.combine = keras.layers.Dense(units, activation="tanh", dtype=dtype, name="attention_combine")
         # the projection's matmul runs in the compute dtype (fast); logits are cast to float32 for the softmax

@@ -31,6 +31,8 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_s2s.layers.dropout import Dropout
+from keras_s2s.layers.recurrent import LSTM
 from keras_s2s.layers.tacotron import ConvStack, LocationSensitiveAttention, Prenet
 from keras_s2s.models.seq2seq_lm import FunctionCache
 from keras_s2s.models.speech_to_text import deserialize_assets, serialize_assets
@@ -96,13 +98,13 @@ class Tacotron2(keras.Model):
         self.encoder_convs = ConvStack(encoder_channels, encoder_kernel, encoder_layers, "relu", dropout,
                                        dtype=policy, name="encoder_convs")
         self.encoder_lstm = keras.layers.Bidirectional(
-            keras.layers.LSTM(encoder_units, return_sequences=True, dtype=policy), dtype=policy, name="encoder_lstm")
+            LSTM(encoder_units, return_sequences=True, dtype=policy), dtype=policy, name="encoder_lstm")
         self.prenet = Prenet(prenet_units, dropout, dtype=policy, name="prenet")
         self.attention_lstm = keras.layers.LSTMCell(attention_lstm_units, dtype=policy, name="attention_lstm")
         self.attention = LocationSensitiveAttention(attention_units, location_filters, location_kernel, dtype=policy,
                                                     name="attention")
         self.decoder_lstm = keras.layers.LSTMCell(decoder_lstm_units, dtype=policy, name="decoder_lstm")
-        self.lstm_dropout = keras.layers.Dropout(lstm_dropout, dtype=policy)
+        self.lstm_dropout = Dropout(lstm_dropout, dtype=policy)
         self.frame_projection = keras.layers.Dense(num_mels * reduction_factor, dtype=policy, name="frames")
         self.stop_projection = keras.layers.Dense(1, dtype=policy, name="stop")
         self.postnet = ConvStack(postnet_channels, postnet_kernel, postnet_layers, "tanh", dropout,

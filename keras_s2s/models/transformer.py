@@ -21,6 +21,7 @@ import keras_hub
 from keras import ops
 import tensorflow as tf
 
+from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers.transformer import Float32LayerNorm, TransformerDecoderBlock, TransformerEncoderBlock
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM, positions_of
 
@@ -83,7 +84,7 @@ class Transformer(Seq2SeqLM):
             self.position_encoding = keras_hub.layers.PositionEmbedding(max_positions, dtype=policy, name="positions")
         else:  # float32: position angles lose precision in 16-bit types
             self.position_encoding = keras_hub.layers.SinePositionEncoding(dtype="float32", name="positions")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=policy)
+        self.dropout_layer = Dropout(dropout, dtype=policy)
         block_args = dict(d_model=d_model, num_heads=num_heads, ffn_dim=ffn_dim, dropout=dropout,
                           normalize_first=normalize_first, dtype=policy)
         self.encoder_blocks = [TransformerEncoderBlock(**block_args, name=f"encoder_{i}") for i in range(num_layers)]

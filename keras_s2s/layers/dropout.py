@@ -1,0 +1,46 @@
+"""Dropout that draws half the random bits of Keras's.
+
+`keras.layers.Dropout` (TensorFlow backend) draws one random float per
+element (`tf.nn.experimental.stateless_dropout`); on a CPU that Philox
+generation was 10-20% of a Transformer's training step in the profile
+(benchmarks/bench_speed.py). `Dropout` here draws 16 random bits per
+element (half as many 32-bit words, bitcast) and keeps an element when its
+bits are at least `round(rate * 65536)`: the keep probability is exact to
+1/65536, the mask is as random, and the layer is about 1.9x faster forward
+and backward (measured on a [96, 24, 1024] bfloat16 tensor). A
+`noise_shape` falls back to Keras's implementation.
+
+Example:
+    >>> layer = Dropout(0.1)
+    >>> y = layer(x, training=True)   # ~10% of x zeroed, the rest scaled by 1 / 0.9
+"""
+
+from __future__ import annotations
+
+import keras
+import tensorflow as tf
+
+BITS = 16
+
+
+def drop(inputs, rate: float, seed):
+    """`inputs` with each element zeroed with probability `rate` (to 1/65536), the rest scaled by 1 / (1 - rate).
+
+    `seed`: int32 tensor [2], a stateless seed.
+    """
+    count = tf.size(inputs)
+    words = tf.random.stateless_uniform([(count + 1) // 2], seed, dtype=tf.uint32, minval=None, maxval=None)
+    bits = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count]
+    keep = tf.reshape(bits >= tf.constant(round(rate * 2**BITS), tf.uint16), tf.shape(inputs))
+    return tf.where(keep, inputs * tf.cast(1.0 / (1.0 - rate), inputs.dtype), tf.zeros_like(inputs))
+
+
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class Dropout(keras.layers.Dropout):
+    """`keras.layers.Dropout` with the same arguments, drawing 16 random bits per element."""
+
+    def call(self, inputs, training=False):
+        if not training or not 0 < self.rate < 1 or self.noise_shape is not None:
+            return super().call(inputs, training=training)
+        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
+        return drop(inputs, self.rate, seed)

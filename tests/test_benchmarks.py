@@ -1,0 +1,60 @@
+"""The benchmark helpers that explain a step's time: the profiler-trace reader and the FLOP count."""
+
+import pathlib
+import sys
+
+import tensorflow as tf
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+
+import flops  # noqa: E402
+import optrace  # noqa: E402
+from keras_s2s import zoo  # noqa: E402
+
+
+def test_op_classes():
+    assert optrace.op_class("_MklMatMul") == "matmul/conv"
+    assert optrace.op_class("_MklNativeConv2DBackpropFilter") == "matmul/conv"
+    assert optrace.op_class("Cast") == "casts"
+    assert optrace.op_class("StatelessRandomUniformV2") == "random (dropout)"
+    assert optrace.op_class("ResourceApplyAdam") == "optimizer update"
+    assert optrace.op_class("TanhGrad") == "element-wise"
+    assert optrace.op_class("SomethingNew") == "other"
+
+
+def test_profile_is_read_into_op_classes(tmp_path):
+    a = tf.random.normal([256, 256])
+
+    @tf.function
+    def work(x):
+        for _ in range(3):
+            x = tf.cast(tf.cast(tf.matmul(x, x), tf.bfloat16), tf.float32)
+        return x
+
+    work(a)
+    with optrace.profiled(str(tmp_path)):
+        work(a).numpy()
+    types = optrace.op_type_seconds(str(tmp_path))
+    assert any("MatMul" in name for name in types) and types["Cast"] > 0
+    classes = optrace.op_class_seconds(str(tmp_path))
+    assert classes["matmul/conv"] > 0 and classes["casts"] > 0
+    assert list(classes.values()) == sorted(classes.values(), reverse=True)
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    try:
+        optrace.read_xspace(str(empty))
+    except FileNotFoundError as error:
+        assert "no *.xplane.pb" in str(error)
+    else:
+        raise AssertionError("an empty folder must be refused")
+
+
+def test_flop_count_of_a_transformer_matches_a_hand_count():
+    model = zoo.load("transformer_demo", vocab_size=100, num_layers=1, d_model=16, num_heads=2, ffn_dim=32,
+                     precision="float32", strategy="default")
+    batch, length, d, f, v = 2, 5, 16, 32, 100
+    # encoder: 4 attention projections + 2 FFN matrices; decoder: 8 attention projections + 2 FFN; output = V x d
+    weights = 4 * d * d + 2 * d * f + 8 * d * d + 2 * d * f + v * d
+    attention = 3 * 4 * batch * length * length * d  # encoder self, decoder self and cross
+    expected = 6 * weights * batch * length + 3 * attention
+    assert flops.training_flops("transformer", model, {"batch": batch, "length": length}) == expected
