@@ -5,11 +5,11 @@ input-to-hidden matmul `x_t @ W` (and, under mixed precision, a cast of
 every weight) inside the loop, T small matmuls forward and T more for the
 kernel's gradient. These subclasses compute `x @ W + b` for all steps as one
 large matmul before the loop and keep only `h @ U` and the gates inside
-it. The LSTM casts U once and computes its gradient after the loop in one
-matmul, sum_t h_{t-1}^T dz_t (accumulated in float32 inside the matmul);
-the GRU, whose gates make dz_t unavailable outside the loop, takes U into
-the loop in float32 and casts it there, so its gradient is summed over the
-steps in float32, as Keras sums it. The same math, with the same masking,
+it. The recurrent weights U (and the GRU's recurrent bias) are cast once
+and get their gradient after the loop, as one matmul sum_t h_{t-1}^T
+d inner_t (accumulated in float32 inside the matmul; see
+`RecurrentWeights`), instead of T small matmuls and casts in the backward
+loop. The same math, with the same masking,
 `go_backwards` and state semantics as Keras's loop (outputs of padded
 steps are zero or repeat the last real one, states carry through padding).
 
@@ -36,47 +36,58 @@ def _hoisting_applies(layer, training) -> bool:
     return not (dropout or layer.unroll or tf.config.list_logical_devices("GPU"))
 
 
-def loop_weight(weight):
-    """A weight used at every step of a loop, as a float32 tensor read once before it.
-
-    Cast it to the compute dtype inside the loop: the gradient of a tensor a
-    loop captures is summed over the steps in that tensor's dtype, and a
-    float32 sum keeps what a bfloat16 sum of many steps would round away.
-    """
-    return ops.cast(weight, "float32")
-
-
 def _time_major(x):
     return tf.transpose(x, [1, 0] + list(range(2, len(x.shape))))
 
 
-def _with_recurrent_gradient(inputs, kernel, holder):
-    """`inputs` (time-major pre-activations x_t @ W + b) unchanged; their gradient also gives `kernel`'s.
+class RecurrentWeights:
+    """The weights a loop applies to h_{t-1} at every step (U, optionally a bias b), with their gradient
+    computed after the loop.
 
-    z_t = inputs_t + h_{t-1} @ U, so dL/dU = sum_t h_{t-1}^T dL/dz_t and
-    dL/dz_t = dL/dinputs_t: one large matmul after the loop (accumulated in
-    float32 by the matmul) instead of T small ones and T casts inside it.
-    `holder["previous_h"]` [T, B, U] is filled by the loop before any gradient is taken.
+    A step computes `inner_t = h_{t-1} @ U (+ b)` with `frozen()` weights (no
+    gradient inside the loop) and adds it to its slice p_t of the hoisted
+    projection. With `d_inner(dp, stacked)` giving dL/d inner_t from dL/dp_t
+    (and what the steps saved), dL/dU = sum_t h_{t-1}^T dL/d inner_t is one
+    large matmul (accumulated in float32 inside the matmul) and dL/db one sum,
+    instead of T small matmuls, T gradient accumulations and, under mixed
+    precision, 2 T weight casts inside the backward loop.
     """
 
-    @tf.custom_gradient
-    def identity(x, u):
-        def gradient(upstream):
-            previous_h = tf.reshape(holder["previous_h"], [-1, u.shape[0]])
-            return upstream, tf.matmul(previous_h, tf.reshape(upstream, [-1, u.shape[1]]), transpose_a=True)
+    def __init__(self, kernel, bias=None, d_inner=lambda upstream, stacked: upstream):
+        self.weights = [w for w in (kernel, bias) if w is not None]
+        self.d_inner = d_inner
+        self.stacked = {}  # filled by the loop: "previous_h" [T, B, H] and what the steps saved
 
-        return tf.identity(x), gradient
+    def frozen(self):
+        return [tf.stop_gradient(w) for w in self.weights]
 
-    return identity(inputs, kernel)
+    def attach(self, inputs):
+        """`inputs` [T, B, G] unchanged, with the weights' gradient attached to theirs."""
+        units, size = self.weights[0].shape
+
+        @tf.custom_gradient
+        def identity(x, *weights):
+            def gradient(upstream):
+                inner = tf.reshape(self.d_inner(upstream, self.stacked), [-1, size])
+                previous_h = tf.reshape(self.stacked["previous_h"], [-1, units])
+                grads = [tf.matmul(previous_h, inner, transpose_a=True)]
+                if len(weights) > 1:
+                    grads.append(tf.reduce_sum(tf.cast(inner, "float32"), axis=0))
+                return (upstream, *[tf.cast(g, w.dtype) for g, w in zip(grads, weights)])
+
+            return tf.identity(x), gradient
+
+        return identity(inputs, *self.weights)
 
 
 def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zero_output_for_mask: bool,
-                   recurrent_kernel=None):
-    """Run `step(projected_t, states) -> (output, states)` over time, Keras `backend.rnn` style.
+                   recurrent: RecurrentWeights, saved: tuple = ()):
+    """Run `step(projected_t, states) -> (output, states, saved)` over time, Keras `backend.rnn` style.
 
     projected: [B, T, G] batch-major inputs of every step (already projected).
-    recurrent_kernel: U [H, G] when `step` adds `states[0] @ tf.stop_gradient(U)`
-        to its input: U's gradient is then computed after the loop in one matmul.
+    recurrent: the weights the step applies to states[0].
+    saved: names of the [B, ...] tensors a step returns in its dict (e.g. a
+        GRU's reset gate), stacked over time for the weights' gradient.
     Returns (last output [B, U], outputs [B, T, U] in processing order, final states).
     """
     inputs = _time_major(projected)
@@ -84,30 +95,28 @@ def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zer
     if go_backwards:
         inputs = tf.reverse(inputs, [0])
         masks = None if masks is None else tf.reverse(masks, [0])
-    holder = {}
-    if recurrent_kernel is not None:
-        inputs = _with_recurrent_gradient(inputs, recurrent_kernel, holder)
+    inputs = recurrent.attach(inputs)
     steps = tf.shape(inputs)[0]
     input_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
     mask_ta = None if masks is None else tf.TensorArray(tf.bool, size=steps).unstack(masks)
     output_ta = tf.TensorArray(inputs.dtype, size=steps)
-    previous_ta = tf.TensorArray(initial_state[0].dtype, size=steps)  # the h each step starts from
+    saved_ta = {name: tf.TensorArray(inputs.dtype, size=steps) for name in (*saved, "previous_h")}
     zero_output = tf.zeros_like(initial_state[0])
 
-    def body(time, outputs, previous_h, previous, *states):
-        previous_h = previous_h.write(time, states[0])
-        output, new_states = step(input_ta.read(time), list(states))
+    def body(time, outputs, saved, previous, *states):
+        output, new_states, values = step(input_ta.read(time), list(states))
+        values = {**values, "previous_h": states[0]}
+        saved = {name: saved[name].write(time, values[name]) for name in saved}
         if mask_ta is not None:
             keep = mask_ta.read(time)[:, None]
             output = tf.where(keep, output, zero_output if zero_output_for_mask else previous)
             new_states = [tf.where(keep, new, old) for new, old in zip(new_states, states)]
-        return (time + 1, outputs.write(time, output), previous_h, output, *new_states)
+        return (time + 1, outputs.write(time, output), saved, output, *new_states)
 
     final = tf.while_loop(lambda time, *_: time < steps, body,
-                          (tf.constant(0), output_ta, previous_ta, zero_output, *initial_state),
+                          (tf.constant(0), output_ta, saved_ta, zero_output, *initial_state),
                           parallel_iterations=32, swap_memory=True)
-    if recurrent_kernel is not None:
-        holder["previous_h"] = tf.stop_gradient(final[2].stack())
+    recurrent.stacked.update({name: tf.stop_gradient(ta.stack()) for name, ta in final[2].items()})
     outputs = _time_major(final[1].stack())
     return final[3], outputs, list(final[4:])
 
@@ -130,16 +139,16 @@ class LSTM(keras.layers.LSTM):
         projected = ops.matmul(sequences, ops.cast(cell.kernel, dtype))
         if cell.use_bias:
             projected = projected + ops.cast(cell.bias, dtype)
-        recurrent_kernel = ops.cast(cell.recurrent_kernel, dtype)  # cast once; its gradient: after the loop
-        frozen = tf.stop_gradient(recurrent_kernel)
+        recurrent = RecurrentWeights(ops.cast(cell.recurrent_kernel, dtype))  # cast once, gradient after the loop
+        (kernel,) = recurrent.frozen()
 
         def step(z, states):
-            h, c = lstm_gates(cell, z + tf.matmul(states[0], frozen), states[1])
-            return h, [h, c]
+            h, c = lstm_gates(cell, z + tf.matmul(states[0], kernel), states[1])
+            return h, [h, c], {}
 
         mask = mask[0] if isinstance(mask, (list, tuple)) else mask
         return run_recurrence(step, projected, list(initial_state), mask, self.go_backwards,
-                              self.zero_output_for_mask, recurrent_kernel=recurrent_kernel)
+                              self.zero_output_for_mask, recurrent)
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -157,22 +166,29 @@ class GRU(keras.layers.GRU):
         recurrent_bias = None
         if cell.use_bias:
             projected = projected + ops.cast(cell.bias[0], dtype)
-            recurrent_bias = loop_weight(cell.bias[1])
-        recurrent_kernel = loop_weight(cell.recurrent_kernel)
+            recurrent_bias = ops.cast(cell.bias[1], dtype)
+
+        def d_inner(upstream, stacked):  # inner = h @ U + b enters z and r additively, the candidate through r
+            d_z, d_r, d_h = tf.split(upstream, 3, axis=-1)
+            return tf.concat([d_z, d_r, stacked["reset"] * d_h], axis=-1)
+
+        recurrent = RecurrentWeights(ops.cast(cell.recurrent_kernel, dtype), recurrent_bias, d_inner)
+        frozen = recurrent.frozen()
 
         def step(x, states):
             h = states[0]
-            inner = tf.matmul(h, tf.cast(recurrent_kernel, dtype))
-            if recurrent_bias is not None:
-                inner = inner + tf.cast(recurrent_bias, dtype)
+            inner = tf.matmul(h, frozen[0])
+            if len(frozen) > 1:
+                inner = inner + frozen[1]
             x_z, x_r, x_h = tf.split(x, 3, axis=-1)
             h_z, h_r, h_h = tf.split(inner, 3, axis=-1)
             z = cell.recurrent_activation(x_z + h_z)
             r = cell.recurrent_activation(x_r + h_r)
             candidate = cell.activation(x_h + r * h_h)
             h = z * h + (1 - z) * candidate
-            return h, [h]
+            return h, [h], {"reset": r}
 
         mask = mask[0] if isinstance(mask, (list, tuple)) else mask
         states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-        return run_recurrence(step, projected, states, mask, self.go_backwards, self.zero_output_for_mask)
+        return run_recurrence(step, projected, states, mask, self.go_backwards, self.zero_output_for_mask,
+                              recurrent, saved=("reset",))
