@@ -31,6 +31,7 @@ from keras import ops
 
 
 def _hoisting_applies(layer, training) -> bool:
+    """Whether `layer` runs the hoisted loop: not with in-cell dropout (while training), unroll, or a GPU."""
     cell = layer.cell
     dropout = training and (cell.dropout or cell.recurrent_dropout)
     return not (dropout or layer.unroll or tf.config.list_logical_devices("GPU"))
