@@ -28,7 +28,7 @@ import tensorflow as tf  # noqa: E402
 from keras_s2s import zoo  # noqa: E402
 from keras_s2s.layers import dropout, recurrent  # noqa: E402
 
-from bench_speed import ARCHITECTURES, fit_steps, synthetic_batch  # noqa: E402
+from bench_speed import ARCHITECTURES, add_batch_arguments, fit_steps, synthetic_batch  # noqa: E402
 
 VARIANTS = [("float32", False), ("float32", True), ("mixed_bfloat16", False), ("mixed_bfloat16", True)]
 
@@ -71,13 +71,7 @@ def measure(architecture: str, args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", default=list(ARCHITECTURES), choices=list(ARCHITECTURES))
-    parser.add_argument("--length", type=int, default=24)
-    parser.add_argument("--seconds", type=float, default=3.0)
-    parser.add_argument("--tts-seconds", type=float, default=2.0)
-    parser.add_argument("--characters", type=int, default=40)
-    parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--repeats", type=int, default=3)
+    add_batch_arguments(parser)
     args = parser.parse_args()
 
     results = {}

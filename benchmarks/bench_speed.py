@@ -58,6 +58,17 @@ CLASS_ORDER = ("matmul/conv", "element-wise", "random (dropout)", "casts", "soft
                "embedding gathers", "data movement", "control flow", "optimizer update", "input pipeline", "other")
 
 
+def add_batch_arguments(parser) -> None:
+    """The options that shape `synthetic_batch` (shared with bench_levers.py)."""
+    parser.add_argument("--models", nargs="+", default=list(ARCHITECTURES), choices=list(ARCHITECTURES))
+    parser.add_argument("--length", type=int, default=24, help="tokens per sentence (text)")
+    parser.add_argument("--seconds", type=float, default=3.0, help="audio per utterance (speech recognition)")
+    parser.add_argument("--tts-seconds", type=float, default=2.0, help="audio per utterance (speech synthesis)")
+    parser.add_argument("--characters", type=int, default=40, help="characters per sentence (TTS)")
+    parser.add_argument("--steps", type=int, default=4, help="timed steps per repeat (demo sizes)")
+    parser.add_argument("--repeats", type=int, default=3)
+
+
 def synthetic_batch(architecture: str, model, batch: int, args, rng):
     """(inputs, labels, shape for the FLOP count, work units per step, unit name)."""
     if architecture in TEXT:
@@ -171,14 +182,8 @@ def print_table(rows: list[dict], peak: dict) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--models", nargs="+", default=list(ARCHITECTURES), choices=list(ARCHITECTURES))
+    add_batch_arguments(parser)
     parser.add_argument("--sizes", nargs="+", default=["demo", "full"], choices=["demo", "full"])
-    parser.add_argument("--length", type=int, default=24, help="tokens per sentence (text)")
-    parser.add_argument("--seconds", type=float, default=3.0, help="audio per utterance (speech recognition)")
-    parser.add_argument("--tts-seconds", type=float, default=2.0, help="audio per utterance (speech synthesis)")
-    parser.add_argument("--characters", type=int, default=40, help="characters per sentence (TTS)")
-    parser.add_argument("--steps", type=int, default=4, help="timed steps per repeat (demo sizes)")
-    parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--full-steps", type=int, default=1)
     parser.add_argument("--full-repeats", type=int, default=2)
     parser.add_argument("--profile-steps", type=int, default=2)

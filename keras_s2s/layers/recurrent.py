@@ -37,6 +37,13 @@ def _hoisting_applies(layer, training) -> bool:
     return not (dropout or layer.unroll or tf.config.list_logical_devices("GPU"))
 
 
+def _project(cell, sequences, bias):
+    """x @ W (+ the input bias) for all time steps at once, in the compute dtype."""
+    dtype = cell.compute_dtype
+    projected = ops.matmul(sequences, ops.cast(cell.kernel, dtype))
+    return projected if bias is None else projected + ops.cast(bias, dtype)
+
+
 def _time_major(x):
     return tf.transpose(x, [1, 0] + list(range(2, len(x.shape))))
 
@@ -86,11 +93,14 @@ def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zer
     """Run `step(projected_t, states) -> (output, states, saved)` over time, Keras `backend.rnn` style.
 
     projected: [B, T, G] batch-major inputs of every step (already projected).
+    initial_state, mask: as Keras's `inner_loop` receives them (a state or a list; a mask or a list).
     recurrent: the weights the step applies to states[0].
     saved: names of the [B, ...] tensors a step returns in its dict (e.g. a
         GRU's reset gate), stacked over time for the weights' gradient.
     Returns (last output [B, U], outputs [B, T, U] in processing order, final states).
     """
+    mask = mask[0] if isinstance(mask, (list, tuple)) else mask
+    initial_state = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
     inputs = _time_major(projected)
     masks = None if mask is None else _time_major(tf.cast(mask, tf.bool))
     if go_backwards:
@@ -137,9 +147,7 @@ class LSTM(keras.layers.LSTM):
         if not _hoisting_applies(self, training):
             return super().inner_loop(sequences, initial_state, mask, training=training)
         cell, dtype = self.cell, self.cell.compute_dtype
-        projected = ops.matmul(sequences, ops.cast(cell.kernel, dtype))
-        if cell.use_bias:
-            projected = projected + ops.cast(cell.bias, dtype)
+        projected = _project(cell, sequences, cell.bias if cell.use_bias else None)
         recurrent = RecurrentWeights(ops.cast(cell.recurrent_kernel, dtype))  # cast once, gradient after the loop
         (kernel,) = recurrent.frozen()
 
@@ -147,8 +155,7 @@ class LSTM(keras.layers.LSTM):
             h, c = lstm_gates(cell, z + tf.matmul(states[0], kernel), states[1])
             return h, [h, c], {}
 
-        mask = mask[0] if isinstance(mask, (list, tuple)) else mask
-        return run_recurrence(step, projected, list(initial_state), mask, self.go_backwards,
+        return run_recurrence(step, projected, initial_state, mask, self.go_backwards,
                               self.zero_output_for_mask, recurrent)
 
 
@@ -163,11 +170,8 @@ class GRU(keras.layers.GRU):
         if not (_hoisting_applies(self, training) and self.cell.reset_after):
             return super().inner_loop(sequences, initial_state, mask, training=training)
         cell, dtype = self.cell, self.cell.compute_dtype
-        projected = ops.matmul(sequences, ops.cast(cell.kernel, dtype))
-        recurrent_bias = None
-        if cell.use_bias:
-            projected = projected + ops.cast(cell.bias[0], dtype)
-            recurrent_bias = ops.cast(cell.bias[1], dtype)
+        projected = _project(cell, sequences, cell.bias[0] if cell.use_bias else None)
+        recurrent_bias = ops.cast(cell.bias[1], dtype) if cell.use_bias else None
 
         def d_inner(upstream, stacked):  # inner = h @ U + b enters z and r additively, the candidate through r
             d_z, d_r, d_h = tf.split(upstream, 3, axis=-1)
@@ -189,7 +193,5 @@ class GRU(keras.layers.GRU):
             h = z * h + (1 - z) * candidate
             return h, [h], {"reset": r}
 
-        mask = mask[0] if isinstance(mask, (list, tuple)) else mask
-        states = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
-        return run_recurrence(step, projected, states, mask, self.go_backwards, self.zero_output_for_mask,
+        return run_recurrence(step, projected, initial_state, mask, self.go_backwards, self.zero_output_for_mask,
                               recurrent, saved=("reset",))
