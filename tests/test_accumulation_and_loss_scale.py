@@ -27,7 +27,7 @@ def twin_models(precision="float32", **settings):
     models = []
     for accumulate in (1, settings.pop("accumulate_steps", 3)):
         keras.utils.set_random_seed(0)
-        models.append(zoo.load("gnmt", precision=precision, accumulate_steps=accumulate, **TINY_GNMT, **settings))
+        models.append(zoo.load("gnmt", precision=precision, accumulate_steps=accumulate, **{**TINY_GNMT, **settings}))
     models[1].set_weights(models[0].get_weights())
     return models
 
@@ -50,7 +50,7 @@ def test_accumulation_with_mixed_float16_loss_scaling():
     whole, accumulated = twin_models("mixed_float16", accumulate_steps=2, optimizer="sgd", learning_rate=0.5,
                                      schedule="constant")
     assert isinstance(accumulated.optimizer, keras.optimizers.LossScaleOptimizer)
-    assert accumulated.optimizer.inner_optimizer.gradient_accumulation_steps == 2
+    assert accumulated.optimizer.inner_optimizer.accumulate_steps == 2
     micro, big = batches(2, 4)
     start = [w.numpy().copy() for w in whole.trainable_weights]
     whole.train_on_batch(*big)
@@ -169,10 +169,62 @@ def test_a_loss_scale_rule_trains_under_a_mirrored_strategy():
     assert all(np.all(np.isfinite(w.numpy())) for w in model.trainable_weights)
 
 
-def test_accumulation_refuses_a_multi_replica_strategy_clearly():
+def mirrored_twins(precision, **settings):
+    """One model without and one with accumulation under a MirroredStrategy over the 2 logical CPUs, equal weights."""
     from conftest import CPU_DEVICES
     from keras_s2s.distribute import get_strategy
 
-    settings = {**TINY_GNMT, "strategy": get_strategy("mirrored", devices=CPU_DEVICES)}
-    with pytest.raises(CardError, match="accumulate_steps=2 needs a single-replica strategy"):
-        zoo.load("gnmt", precision="float32", accumulate_steps=2, **settings)
+    return twin_models(precision, **settings, strategy=get_strategy("mirrored", devices=CPU_DEVICES))
+
+
+def distance(a, b):
+    return np.sqrt(sum(np.sum((x.numpy() - y.numpy()) ** 2) for x, y in zip(a.trainable_weights, b.trainable_weights)))
+
+
+@pytest.mark.parametrize("precision", ["float32", "mixed_float16"])
+def test_accumulation_under_a_mirrored_strategy_equals_one_k_times_larger_global_batch(precision):
+    settings = dict(optimizer="adam", schedule="warmup_exponential", warmup_steps=3, learning_rate=0.01)
+    whole, accumulated = mirrored_twins(precision, accumulate_steps=2, **settings)
+    single = zoo.load("gnmt", precision=precision, **TINY_GNMT, **settings)  # one device, the same global batches
+    if precision == "mixed_float16":
+        assert isinstance(accumulated.optimizer, keras.optimizers.LossScaleOptimizer)
+    start = [w.numpy().copy() for w in whole.trainable_weights]
+    single.set_weights(start)
+    for seed in range(2):  # two updates of a global batch 8, each from 2 micro-batches of 4 (2 per replica)
+        micro, big = batches(2, 4, seed)
+        whole.train_on_batch(*big)
+        single.train_on_batch(*big)
+        for step, (x, y) in enumerate(micro):
+            accumulated.train_on_batch(x, y)
+            if seed == 0 and step == 0:
+                assert all(np.array_equal(s, w.numpy()) for s, w in zip(start, accumulated.trainable_weights)), \
+                    "nothing changes before the k-th micro-batch"
+    assert int(whole.optimizer.iterations.numpy()) == int(accumulated.optimizer.iterations.numpy()) == 2
+    moved = np.sqrt(sum(np.sum((w.numpy() - s) ** 2) for w, s in zip(whole.trainable_weights, start)))
+    tolerance = 1e-5 if precision == "float32" else 0.01  # float16: round-off of different summation orders
+    assert moved > 1e-3
+    assert distance(whole, accumulated) < tolerance * moved, (moved, distance(whole, accumulated))
+    assert distance(single, accumulated) < tolerance * moved, (moved, distance(single, accumulated))
+    # and without accumulation the replicas' embedding rows (sparse, the same tokens on both) equal one device's
+    assert distance(single, whole) < tolerance * moved, (moved, distance(single, whole))
+
+
+@pytest.mark.parametrize("algorithm", ["dynamic", "static", "logmax"])
+def test_an_overflow_on_one_replica_makes_the_step_non_finite_on_all(algorithm):
+    import tensorflow as tf
+
+    from conftest import CPU_DEVICES
+    from keras_s2s.distribute import get_strategy
+    from keras_s2s.training.loss_scale import build_loss_scale_optimizer
+
+    strategy = get_strategy("mirrored", devices=CPU_DEVICES)
+    with strategy.scope():
+        optimizer = build_loss_scale_optimizer(keras.optimizers.SGD(), {"algorithm": algorithm})
+
+    def verdict():
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        gradient = tf.where(tf.equal(replica, 1), float("inf"), 1.0) * tf.ones((3,))
+        return optimizer.check_finite([gradient])
+
+    verdicts = strategy.experimental_local_results(tf.function(lambda: strategy.run(verdict))())
+    assert [bool(v) for v in verdicts] == [False, False]

@@ -25,6 +25,8 @@ strategy = get_strategy("multiworker")  # before TensorFlow runs anything
 from test_multiworker import train_tiny_gnmt
 loss, weights = train_tiny_gnmt(strategy)
 np.savez({out!r}, loss=loss, *weights)
+_, weights = train_tiny_gnmt(strategy, accumulate_steps=2)  # the same updates from micro-batches of 8
+np.savez({out!r}.replace(".npz", "_accumulated.npz"), *weights)
 """
 
 
@@ -38,8 +40,9 @@ def free_ports(count):
     return ",".join(f"127.0.0.1:{p}" for p in ports)
 
 
-def train_tiny_gnmt(strategy, steps=3):
-    """A tiny GNMT trained on fixed, unpadded batches (global batch 16); returns (last loss, weights)."""
+def train_tiny_gnmt(strategy, steps=3, accumulate_steps=1):
+    """A tiny GNMT trained `steps` updates on fixed, unpadded batches (global batch 16, in `accumulate_steps`
+    micro-batches); returns (last loss, weights)."""
     import keras
     import tensorflow as tf
 
@@ -50,9 +53,10 @@ def train_tiny_gnmt(strategy, steps=3):
     target = rng.integers(4, 50, (48, 8)).astype("int32")
     keras.utils.set_random_seed(11)
     model = zoo.load("gnmt", vocab_size=50, num_layers=2, units=16, dropout=0.0, precision="float32",
-                     strategy=strategy, learning_rate=0.01, schedule="constant")
-    dataset = tf.data.Dataset.from_tensor_slices(({"source": source, "target_in": target}, target)).batch(16)
-    history = model.fit(dataset.take(steps), epochs=1, verbose=0, shuffle=False)
+                     strategy=strategy, learning_rate=0.01, schedule="constant", accumulate_steps=accumulate_steps)
+    dataset = tf.data.Dataset.from_tensor_slices(({"source": source, "target_in": target}, target))
+    dataset = dataset.batch(16 // accumulate_steps).take(steps * accumulate_steps)
+    history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
     return history.history["loss"][-1], [w.numpy() for w in model.weights]
 
 
@@ -68,6 +72,7 @@ def start_workers(script_for, tmp_path, env=None):
 
 
 def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_path):
+    """...with and without gradient accumulation (2 micro-batches of 8 = one global batch of 16)."""
     from keras_s2s.distribute import tf_config_for
 
     tests = os.path.dirname(os.path.abspath(__file__))
@@ -85,8 +90,11 @@ def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_
 
     loss, weights = train_tiny_gnmt(get_strategy("default"))  # one process, the same global batches
     assert float(first["loss"]) == pytest.approx(loss, rel=1e-4)
+    accumulated = [np.load(tmp_path / f"w{i}_accumulated.npz") for i in range(2)]
     for index, expected in enumerate(weights):
         np.testing.assert_allclose(first[f"arr_{index}"], expected, atol=1e-4)
+        np.testing.assert_array_equal(accumulated[0][f"arr_{index}"], accumulated[1][f"arr_{index}"])
+        np.testing.assert_allclose(accumulated[0][f"arr_{index}"], expected, atol=1e-4)
 
 
 EPOCHS, STEPS = 4, 3

@@ -140,6 +140,27 @@ def test_a_training_step_matches_the_single_device_model():
         np.testing.assert_allclose(got, want, atol=1e-5)
 
 
+def test_accumulated_hybrid_updates_match_the_single_device_model_and_stay_beside_their_weights():
+    from keras_s2s.training.optimizers import Adam
+
+    placed = placed_gnmt()
+    placed.compile(optimizer=Adam(0.01, accumulate_steps=2), loss=SmoothedCrossEntropy(0.1))
+    single = tiny_gnmt(vocab_size=50, num_layers=3, units=8)
+    single.build()
+    single.compile(optimizer=Adam(0.01, accumulate_steps=2), loss=SmoothedCrossEntropy(0.1))
+    single.set_weights(placed.get_weights())
+    x, y = batch(6)
+    for half in (slice(0, 3), slice(3, 6)):
+        micro = {key: value[half] for key, value in x.items()}
+        placed.train_on_batch(micro, y[half])
+        single.train_on_batch(micro, y[half])
+    assert int(placed.optimizer.iterations.numpy()) == 1
+    for got, want in zip(placed.get_weights(), single.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    for accumulator, variable in zip(placed.optimizer.accumulated_gradients, placed.trainable_variables):
+        assert _canonical(accumulator.value.device) == _canonical(variable.value.device), variable.path
+
+
 def test_hybrid_training_converges_on_the_demo_task(demo_data):
     keras.utils.set_random_seed(3)
     model = zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=32, dropout=0.0,

@@ -4,7 +4,7 @@ All three wrap the optimizer the same way (`keras.optimizers.LossScaleOptimizer`
 the loss is multiplied by the scale, gradients divided by it, a step whose
 gradients are not finite is skipped) and differ in how the scale moves:
 
-- `dynamic` (Keras): halve on overflow, double after `growth_interval` good steps.
+- `dynamic` (Keras's rule): halve on overflow, double after `growth_interval` good steps.
 - `static`: never moves; overflowing steps are skipped.
 - `logmax` (OpenSeq2Seq's LogMaxScaler): keeps running means (bias-corrected,
   decays `beta1`, `beta2`) of x = log2(max |gradient|) and of x^2, and sets
@@ -22,6 +22,7 @@ from __future__ import annotations
 import math
 
 import keras
+import tensorflow as tf
 from keras import ops
 
 ALGORITHMS = ("dynamic", "static", "logmax")
@@ -29,7 +30,30 @@ LOSS_SCALE_KEYS = ("algorithm", "initial_scale", "growth_interval", "log_max", "
                    "scale_min", "scale_max")
 
 
-class _RuleLossScaleOptimizer(keras.optimizers.LossScaleOptimizer):
+class AllReplicasFinite:
+    """Loss-scale optimizer mixin: a step counts as finite only if every replica's gradients are.
+
+    Keras's LossScaleOptimizer takes the first replica's verdict, assuming the
+    gradients were already summed over the replicas, but Keras 3 sums them
+    later, in the update: an overflow on another replica would be applied.
+    """
+
+    def check_finite(self, grads):
+        finite = super().check_finite(grads)
+        context = tf.distribute.get_replica_context()
+        if context is None or context.num_replicas_in_sync == 1:
+            return finite
+        overflowed = context.all_reduce(tf.distribute.ReduceOp.SUM, ops.cast(ops.logical_not(finite), "float32"))
+        return ops.equal(overflowed, 0.0)
+
+
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class DynamicLossScaleOptimizer(AllReplicasFinite, keras.optimizers.LossScaleOptimizer):
+    """Keras's dynamic rule (halve on overflow, double after `dynamic_growth_steps` good steps), every
+    replica's gradients checked."""
+
+
+class _RuleLossScaleOptimizer(AllReplicasFinite, keras.optimizers.LossScaleOptimizer):
     """Keras's loss-scale optimizer with the scale update left to `after_finite` and `after_overflow`."""
 
     def __init__(self, inner_optimizer, initial_scale: float = 2.0**15, name=None, **kwargs):
@@ -127,5 +151,4 @@ def build_loss_scale_optimizer(inner, settings: dict) -> keras.optimizers.LossSc
                          f"not {algorithm!r}")
     if algorithm == "static":
         return StaticLossScaleOptimizer(inner, initial_scale=initial_scale)
-    return keras.optimizers.LossScaleOptimizer(inner, initial_scale=initial_scale,
-                                               dynamic_growth_steps=growth_interval)
+    return DynamicLossScaleOptimizer(inner, initial_scale=initial_scale, dynamic_growth_steps=growth_interval)

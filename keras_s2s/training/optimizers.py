@@ -1,11 +1,12 @@
 """Optimizers and learning-rate schedules built from a card's `training` part.
 
-Gradient accumulation (`accumulate_steps: k`, OpenSeq2Seq's `iter_size`)
-uses Keras's `gradient_accumulation_steps`: each update applies the mean of
-k batches' gradients, which for equal-size batches is the gradient of one
-k-times larger batch. Adam's bias correction already counts updates; the
-learning-rate schedule is made to count updates too (`PerUpdateSchedule`),
-so one update with accumulation is the same as one update on the larger batch.
+Gradient accumulation (`accumulate_steps: k`, OpenSeq2Seq's `iter_size`,
+`GradientAccumulation`): each update applies the mean of k batches'
+gradients, which for equal-size batches is the gradient of one k-times larger
+batch, under any strategy (one device, hybrid, MirroredStrategy,
+multi-worker). The optimizer's `iterations` count updates, so Adam's bias
+correction and the learning-rate schedule see one update where the larger
+batch would make one.
 
 Example:
     >>> opt = build_optimizer({"optimizer": "adam", "learning_rate": 1e-3}, "mixed_float16")
@@ -63,7 +64,11 @@ class WarmupSchedule(keras.optimizers.schedules.LearningRateSchedule):
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
-    """`schedule` evaluated at the update count (batch steps // `accumulate_steps`)."""
+    """`schedule` evaluated at batch steps // `accumulate_steps`.
+
+    Models saved before `GradientAccumulation` (when the optimizer counted
+    batches, not updates) carry this schedule; it is kept so they load.
+    """
 
     def __init__(self, schedule, accumulate_steps: int):
         if isinstance(schedule, dict):
@@ -76,6 +81,82 @@ class PerUpdateSchedule(keras.optimizers.schedules.LearningRateSchedule):
     def get_config(self):
         return {"schedule": keras.saving.serialize_keras_object(self.schedule),
                 "accumulate_steps": self.accumulate_steps}
+
+
+class GradientAccumulation:
+    """Optimizer mixin: update once per `accumulate_steps` batches with the mean of their gradients.
+
+    Works under every strategy. Each batch's gradients are summed over the
+    replicas (as every update is) and added to float32 accumulators beside
+    the weights; the k-th batch's call updates the weights with
+    (sum of k batches) / k and zeroes the accumulators. Keras's loss already
+    divides by the number of replicas, so the update is the gradient of the
+    mean loss over all k x replicas shards: that of one k-times larger global
+    batch. The decision to update is a `tf.cond` taken in cross-replica context
+    (the way Keras's LossScaleOptimizer decides to skip a step), so the
+    update's own cross-replica work runs under MirroredStrategy too; Keras's
+    `gradient_accumulation_steps` takes it in replica context and fails there.
+    `iterations` counts updates, not batches.
+
+    Example:
+        >>> optimizer = Adam(learning_rate=1e-3, accumulate_steps=4)
+    """
+
+    def __init__(self, *args, accumulate_steps: int = 1, **kwargs):
+        super().__init__(*args, **kwargs)
+        if int(accumulate_steps) != accumulate_steps or accumulate_steps < 1:
+            raise ValueError(f"accumulate_steps must be a whole number of at least 1, got {accumulate_steps!r}")
+        self.accumulate_steps = int(accumulate_steps)
+
+    def build(self, variables):
+        super().build(variables)
+        if self.accumulate_steps > 1:
+            self.accumulated_batches = self.add_variable(shape=(), dtype="int32", name="accumulated_batches")
+            self.accumulated_gradients = [self.add_variable_from_reference(v, name="accumulated") for v in variables]
+            self.accumulated_paths = tuple(v.path for v in variables)
+
+    def apply(self, grads, trainable_variables=None):
+        if self.accumulate_steps == 1:
+            return super().apply(grads, trainable_variables)
+        if trainable_variables is None:
+            raise ValueError("with accumulate_steps > 1, apply() needs the trainable_variables")
+        variables = list(trainable_variables)
+        if not self.built:
+            self.build(variables)
+        if tuple(v.path for v in variables) != self.accumulated_paths:
+            raise ValueError("apply() got other variables than the optimizer was built for: "
+                             "gradient accumulation keeps one accumulator per built variable")
+        present = [i for i, g in enumerate(grads) if g is not None]
+        if not present:
+            raise ValueError("no gradient for any variable: nothing to accumulate")
+        context = tf.distribute.get_replica_context()
+        summed = context.all_reduce(tf.distribute.ReduceOp.SUM, [tf.convert_to_tensor(grads[i]) for i in present])
+        context.merge_call(self._accumulate_or_update, args=(variables, present, summed))
+
+    def _accumulate_or_update(self, strategy, variables, present, summed):
+        """In cross-replica context: add `summed` to the accumulators; on the k-th batch, update and zero them."""
+        for i, gradient in zip(present, summed):
+            strategy.extended.update(self.accumulated_gradients[i].value,
+                                     lambda a, g: a.assign_add(tf.cast(g, a.dtype)), args=(gradient,), group=False)
+        self.accumulated_batches.assign_add(1)
+        divisor = float(self.accumulate_steps * strategy.num_replicas_in_sync)
+
+        def replica_update():
+            # each replica passes its share of the mean: the inner update sums the shares over the replicas
+            shares = [self.accumulated_gradients[i].value / divisor if i in present else None
+                      for i in range(len(variables))]
+            super(GradientAccumulation, self).apply(shares, variables)
+
+        def update():
+            strategy.extended.call_for_each_replica(replica_update)
+            for accumulator in self.accumulated_gradients:
+                accumulator.assign(ops.zeros_like(accumulator.value))
+            self.accumulated_batches.assign(0)
+
+        ops.cond(self.accumulated_batches >= self.accumulate_steps, update, lambda: None)
+
+    def get_config(self):
+        return {**super().get_config(), "accumulate_steps": self.accumulate_steps}
 
 
 def sum_duplicate_rows(gradient):
@@ -95,20 +176,30 @@ def sum_duplicate_rows(gradient):
 
 
 class SummedSparseGradients:
-    """Optimizer mixin: `sum_duplicate_rows` on every gradient before the update."""
+    """Optimizer mixin: `sum_duplicate_rows` on every gradient as it updates its variable.
 
-    def apply(self, grads, trainable_variables=None):
-        return super().apply([sum_duplicate_rows(g) for g in grads], trainable_variables)
+    Done in `update_step`, after the gradients are summed over the replicas:
+    under MirroredStrategy that sum concatenates the replicas' slices, so a
+    token seen on two replicas would otherwise appear twice again.
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        return super().update_step(sum_duplicate_rows(gradient), variable, learning_rate)
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
-class Adam(SummedSparseGradients, keras.optimizers.Adam):
+class Adam(GradientAccumulation, SummedSparseGradients, keras.optimizers.Adam):
     """`keras.optimizers.Adam` whose sparse updates equal dense ones (see `sum_duplicate_rows`)."""
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
-class AdamW(SummedSparseGradients, keras.optimizers.AdamW):
+class AdamW(GradientAccumulation, SummedSparseGradients, keras.optimizers.AdamW):
     """`keras.optimizers.AdamW` whose sparse updates equal dense ones (see `sum_duplicate_rows`)."""
+
+
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class SGD(GradientAccumulation, keras.optimizers.SGD):
+    """`keras.optimizers.SGD` with `GradientAccumulation`."""
 
 
 def build_schedule(training: dict):
@@ -141,14 +232,10 @@ def build_optimizer(training: dict, policy: str):
     accumulate = int(training.get("accumulate_steps", 1))
     if accumulate < 1:
         raise ValueError(f"accumulate_steps must be at least 1, got {accumulate}")
-    kwargs = {"learning_rate": schedule}
-    if accumulate > 1:
-        kwargs["gradient_accumulation_steps"] = accumulate
-        if not isinstance(schedule, float):
-            kwargs["learning_rate"] = PerUpdateSchedule(schedule, accumulate)
+    kwargs = {"learning_rate": schedule, "accumulate_steps": accumulate}
     if training.get("clipnorm"):
         kwargs["global_clipnorm"] = float(training["clipnorm"])
-    optimizer = {"adam": Adam, "adamw": AdamW, "sgd": keras.optimizers.SGD}[name](**kwargs)
+    optimizer = {"adam": Adam, "adamw": AdamW, "sgd": SGD}[name](**kwargs)
     if policy == "mixed_float16":
         optimizer = build_loss_scale_optimizer(optimizer, training.get("loss_scale", {}))
     return optimizer

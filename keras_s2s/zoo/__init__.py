@@ -120,17 +120,6 @@ def _place(card: Card, model: keras.Model, strategy) -> None:
         raise CardError(f"{card.path}: strategy hybrid: {exc}") from None
 
 
-def _check_accumulation(card: Card) -> None:
-    """Gradient accumulation runs on one replica: Keras 3.15's accumulation puts a cross-replica
-    merge inside a `cond`, which MirroredStrategy refuses."""
-    accumulate = card.training.get("accumulate_steps", 1)
-    replicas = tf.distribute.get_strategy().num_replicas_in_sync
-    if accumulate > 1 and replicas > 1:
-        raise CardError(f"{card.path}: accumulate_steps={accumulate} needs a single-replica strategy; this one has "
-                        f"{replicas} replicas (Keras 3.15's gradient accumulation cannot run under "
-                        "MirroredStrategy). Use a larger batch_size over the replicas instead")
-
-
 def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, extractor=None) -> keras.Model:
     """Set precision, then build and compile the card's model inside the strategy's scope.
 
@@ -161,7 +150,6 @@ def build_from_card(card: Card, tokenizer=None, strategy=None, vocabulary=None, 
             kwargs["vocab_size"] = tokenizer.vocab_size
             kwargs["source_vocab_size"] = 0 if tokenizer.source is tokenizer else tokenizer.source_vocab_size
     with scope:
-        _check_accumulation(card)
         model = ARCHITECTURES[card.architecture](name=card.name, **kwargs)
         _place(card, model, strategy)
         model.build()
