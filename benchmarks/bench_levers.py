@@ -3,7 +3,8 @@
 Each zoo architecture (demo card, card batch size) is built four times:
 float32 and mixed_bfloat16, each with the levers off (Keras's Dropout and
 its LSTM/GRU loop, as before they existed) and on (the defaults: 16-bit
-dropout draws, the hoisted input projection). The four train the same
+dropout draws, the hoisted input projection, Tacotron 2's decoder LSTMs as
+`LoopLSTMCell`s). The four train the same
 synthetic batch through `fit()`, timed interleaved (median of all steps).
 The levers are switched off by swapping the two functions they go through
 while a model is traced, so "off" runs exactly Keras's code.
@@ -39,13 +40,14 @@ def levers(enabled: bool):
     if enabled:
         yield
         return
-    saved = dropout.drop, recurrent._hoisting_applies
+    saved = dropout.drop, recurrent._hoisting_applies, recurrent._cell_hoisting_applies
     dropout.drop = lambda x, rate, seed: tf.nn.experimental.stateless_dropout(x, rate, seed=seed)
     recurrent._hoisting_applies = lambda layer, training: False
+    recurrent._cell_hoisting_applies = lambda cell, training: False
     try:
         yield
     finally:
-        dropout.drop, recurrent._hoisting_applies = saved
+        dropout.drop, recurrent._hoisting_applies, recurrent._cell_hoisting_applies = saved
 
 
 def measure(architecture: str, args) -> dict:

@@ -295,3 +295,32 @@ def test_demo_cards_build_and_the_focus_metric():
     model = zoo.load("tacotron2_demo", precision="float32")
     assert isinstance(model, Tacotron2) and model.reduction_factor == 3 and model.num_mels == 80
     assert attention_focus(np.eye(5)) == 1.0 and attention_focus(np.full((4, 8), 1 / 8)) == 0.125
+
+
+def test_the_teacher_forced_loop_with_loop_cells_equals_the_keras_cells(monkeypatch):
+    import keras
+    import tensorflow as tf
+
+    from keras_s2s.layers import recurrent
+
+    keras.utils.set_random_seed(3)
+    model = tiny_model(dropout=0.0, lstm_dropout=0.0)  # deterministic: the pre-net's dropout stays on otherwise
+    model.build()
+    x = batch()
+    y = x["mel"]
+
+    def outputs_and_gradients():
+        with tf.GradientTape() as tape:
+            outputs = model(x, training=True)
+            loss = model.compute_loss(x, y, outputs)
+        return outputs, tape.gradient(loss, model.trainable_variables)
+
+    fast, fast_grads = outputs_and_gradients()
+    monkeypatch.setattr(recurrent, "_cell_hoisting_applies", lambda cell, training: False)
+    slow, slow_grads = outputs_and_gradients()
+    for key in fast:
+        np.testing.assert_allclose(fast[key], slow[key], atol=1e-5, err_msg=key)
+    for fast_grad, slow_grad, variable in zip(fast_grads, slow_grads, model.trainable_variables):
+        np.testing.assert_allclose(tf.convert_to_tensor(fast_grad), tf.convert_to_tensor(slow_grad), atol=2e-5,
+                                   err_msg=variable.path)
+    assert not recurrent._cell_hoisting_applies(keras.layers.LSTMCell(4, dropout=0.1), training=True)

@@ -37,6 +37,11 @@ def _hoisting_applies(layer, training) -> bool:
     return not (dropout or layer.unroll or tf.config.list_logical_devices("GPU"))
 
 
+def _cell_hoisting_applies(cell, training) -> bool:
+    """Whether a decoder loop runs `cell` as a `LoopLSTMCell` (not with in-cell dropout while training)."""
+    return not (training and (cell.dropout or cell.recurrent_dropout))
+
+
 def _project(cell, sequences, bias):
     """x @ W (+ the input bias) for all time steps at once, in the compute dtype."""
     dtype = cell.compute_dtype
@@ -137,6 +142,53 @@ def lstm_gates(cell, z, c):
     i, f, g, o = tf.split(z, 4, axis=-1)
     c = cell.recurrent_activation(f) * c + cell.recurrent_activation(i) * cell.activation(g)
     return cell.recurrent_activation(o) * cell.activation(c), c
+
+
+class LoopLSTMCell:
+    """A `keras.layers.LSTMCell` run inside a hand-written teacher-forced loop (e.g. Tacotron 2's decoder),
+    with its weights cast once and their gradient computed after the loop.
+
+    The cell's input at step t is [known_t, *step inputs]: `known` [T, B, K]
+    (or None), inputs known for all steps before the loop (a teacher-forced
+    pre-net output), are projected with their kernel rows in one matmul
+    beforehand, with the bias. The step inputs and h_{t-1} meet the remaining
+    rows and U as one matmul with `RecurrentWeights`; the loop saves their
+    concatenation (`saved`, via `step`) and `finish` receives the stack.
+
+    Example:
+        >>> cell = LoopLSTMCell(keras_cell, known=features, steps=T, batch=B)
+        >>> h, c, x = cell.step(t, [features_t, context], (h, c))   # inside the loop; save x
+        >>> cell.finish(saved_x.stack())                    # after the loop
+    """
+
+    def __init__(self, cell, known=None, steps=None, batch=None):
+        self.cell, dtype = cell, cell.compute_dtype
+        self.known_inputs = 0 if known is None else 1
+        kernel = ops.cast(cell.kernel, dtype)
+        size = 4 * cell.units
+        bias = ops.cast(cell.bias, dtype) if cell.use_bias else ops.zeros((size,), dtype)
+        if known is not None:
+            rows = known.shape[-1]
+            additive = ops.matmul(known, kernel[:rows]) + bias
+            kernel = kernel[rows:]
+        else:
+            additive = tf.broadcast_to(bias, tf.stack([steps, batch, size]))
+        self.recurrent = RecurrentWeights(ops.concatenate([kernel, ops.cast(cell.recurrent_kernel, dtype)], 0))
+        (self.kernel,) = self.recurrent.frozen()
+        additive = self.recurrent.attach(additive)
+        self.additive = tf.TensorArray(additive.dtype, size=tf.shape(additive)[0]).unstack(additive)
+
+    def step(self, time, inputs, state):
+        """(h, c, x) at step `time` from the cell's inputs (`known`'s slice first: ignored, it is projected
+        already) and state (h, c); the loop saves x."""
+        h, c = state
+        x = ops.concatenate([*inputs[self.known_inputs:], h], -1)
+        h, c = lstm_gates(self.cell, self.additive.read(time) + tf.matmul(x, self.kernel), c)
+        return h, c, x
+
+    def finish(self, stacked_inputs):
+        """Hand the loop's stacked x [T, B, ...] to the weights' gradient."""
+        self.recurrent.stacked["previous_h"] = tf.stop_gradient(stacked_inputs)
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")

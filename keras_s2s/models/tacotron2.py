@@ -32,10 +32,28 @@ import tensorflow as tf
 from keras import ops
 
 from keras_s2s.layers.dropout import Dropout
-from keras_s2s.layers.recurrent import LSTM
+from keras_s2s.layers import recurrent
+from keras_s2s.layers.recurrent import LSTM, LoopLSTMCell
 from keras_s2s.layers.tacotron import ConvStack, LocationSensitiveAttention, Prenet
 from keras_s2s.models.seq2seq_lm import FunctionCache
 from keras_s2s.models.speech_to_text import deserialize_assets, serialize_assets
+
+
+def _keras_cell(cell, training):
+    """A Keras LSTMCell as a function (inputs, (h, c)) -> (h, c)."""
+    def run(inputs, state):
+        h, (_, c) = cell(ops.concatenate(inputs, -1), list(state), training=training)
+        return h, c
+    return run
+
+
+def _loop_step(cell: LoopLSTMCell, time, saved_inputs: list):
+    """`cell`'s step at `time` as a function (inputs, (h, c)) -> (h, c); appends its x to `saved_inputs`."""
+    def run(inputs, state):
+        h, c, x = cell.step(time, inputs, state)
+        saved_inputs.append(x)
+        return h, c
+    return run
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -152,15 +170,19 @@ class Tacotron2(keras.Model):
                 zeros(s["decoder_lstm_units"]), zeros(s["decoder_lstm_units"]), zeros(2 * s["encoder_units"]),
                 ops.zeros((batch, length), "float32"), ops.zeros((batch, length), "float32"))
 
-    def decoder_step(self, frame_features, state, memory, keys, mask, training=False):
-        """One step: pre-net features [B, P] -> (new state, [decoder output, context] [B, D], weights [B, L])."""
+    def decoder_step(self, frame_features, state, memory, keys, mask, training=False, cells=None):
+        """One step: pre-net features [B, P] -> (new state, [decoder output, context] [B, D], weights [B, L]).
+
+        `cells`: the attention and decoder LSTMs as functions (inputs, (h, c)) -> (h, c); default the
+        Keras cells (teacher forcing passes `LoopLSTMCell` steps).
+        """
         attention_h, attention_c, decoder_h, decoder_c, context, weights, cumulative = state
-        attention_h, (_, attention_c) = self.attention_lstm(ops.concatenate([frame_features, context], -1),
-                                                            [attention_h, attention_c], training=training)
+        attention_cell, decoder_cell = cells or (_keras_cell(self.attention_lstm, training),
+                                                 _keras_cell(self.decoder_lstm, training))
+        attention_h, attention_c = attention_cell([frame_features, context], (attention_h, attention_c))
         query = self.lstm_dropout(attention_h, training=training)
         context, weights = self.attention(query, keys, memory, weights, cumulative, mask)
-        decoder_h, (_, decoder_c) = self.decoder_lstm(ops.concatenate([query, context], -1),
-                                                      [decoder_h, decoder_c], training=training)
+        decoder_h, decoder_c = decoder_cell([query, context], (decoder_h, decoder_c))
         output = ops.concatenate([self.lstm_dropout(decoder_h, training=training), context], -1)
         return (attention_h, attention_c, decoder_h, decoder_c, context, weights, cumulative + weights), output, weights
 
@@ -180,15 +202,27 @@ class Tacotron2(keras.Model):
         previous = ops.concatenate([ops.zeros((batch, 1, self.num_mels), mel.dtype),
                                     mel[:, r - 1:(steps - 1) * r:r]], axis=1)  # the last frame of the step before
         features = tf.transpose(self.prenet(previous, training=training), [1, 0, 2])
+        feature_ta = tf.TensorArray(features.dtype, size=steps).unstack(features)
         outputs = tf.TensorArray(self.compute_dtype, size=steps)
         alignments = tf.TensorArray("float32", size=steps)
+        loop_cells, saved = [], []
+        if all(recurrent._cell_hoisting_applies(c, training) for c in (self.attention_lstm, self.decoder_lstm)):
+            loop_cells = [LoopLSTMCell(self.attention_lstm, known=features),
+                          LoopLSTMCell(self.decoder_lstm, steps=steps, batch=batch)]
+            saved = [tf.TensorArray(self.compute_dtype, size=steps) for _ in loop_cells]
 
-        def body(i, state, outputs, alignments):
-            state, output, weights = self.decoder_step(features[i], state, memory, keys, mask, training)
-            return i + 1, state, outputs.write(i, output), alignments.write(i, weights)
+        def body(i, state, outputs, alignments, saved):
+            inputs, cells = [], None
+            if loop_cells:
+                cells = [_loop_step(cell, i, inputs) for cell in loop_cells]
+            state, output, weights = self.decoder_step(feature_ta.read(i), state, memory, keys, mask, training, cells)
+            saved = [ta.write(i, x) for ta, x in zip(saved, inputs)]
+            return i + 1, state, outputs.write(i, output), alignments.write(i, weights), saved
 
-        _, _, outputs, alignments = tf.while_loop(lambda i, *_: i < steps, body,
-                                                  (0, self.initial_state(memory), outputs, alignments))
+        _, _, outputs, alignments, saved = tf.while_loop(
+            lambda i, *_: i < steps, body, (0, self.initial_state(memory), outputs, alignments, saved))
+        for cell, ta in zip(loop_cells, saved):
+            cell.finish(ta.stack())
         outputs = tf.transpose(outputs.stack(), [1, 0, 2])
         mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))[:, :frames]
         keep = None
