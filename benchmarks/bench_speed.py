@@ -14,7 +14,10 @@ timed steps, each timed by a callback). Printed:
   casts, softmax/normalisation, embedding gathers, random numbers (dropout),
   optimizer update, input pipeline, ...), from a TensorFlow profiler trace
   of a few steps (`optrace.py`): each class's share of the kernel time
-  summed over all threads, and its kernel seconds per step.
+  summed over all threads, and its kernel seconds per step;
+* how many op kernels run at once (0, 1, 2+) over the traced span: the
+  time no kernel runs is Python and runtime overhead, one kernel at a time
+  leaves a core idle unless that kernel splits its own work.
 
     python benchmarks/bench_speed.py                       # everything (long: full sizes take minutes each)
     python benchmarks/bench_speed.py --sizes demo --models transformer gnmt
@@ -111,12 +114,18 @@ def fit_steps(model, dataset, steps: int) -> tuple[list, float, float]:
     return timer.seconds, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def op_class_profile(model, dataset, steps: int) -> dict:
-    """Kernel seconds per step of each op class (summed over threads), from a trace of `steps` fit() steps."""
+def op_class_profile(model, dataset, steps: int) -> tuple[dict, dict]:
+    """From a trace of `steps` fit() steps: kernel seconds per step of each op class (summed over threads),
+    and the share of the traced span with 0, 1 and 2+ kernels running at once."""
     with tempfile.TemporaryDirectory() as logdir:
         with optrace.profiled(logdir):
             model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
-        return {name: value / steps for name, value in optrace.op_class_seconds(logdir).items()}
+        classes = {name: value / steps for name, value in optrace.op_class_seconds(logdir).items()}
+        levels = optrace.kernel_concurrency(logdir)
+    span = sum(levels.values()) or 1.0
+    at_once = {"0": levels.get(0, 0.0) / span, "1": levels.get(1, 0.0) / span,
+               "2+": sum(v for k, v in levels.items() if k >= 2) / span}
+    return classes, at_once
 
 
 def measure(architecture: str, size: str, args, peak: dict) -> list[dict]:
@@ -140,13 +149,13 @@ def measure(architecture: str, size: str, args, peak: dict) -> list[dict]:
     for policy in POLICIES:
         wall = statistics.median(step for t in times[policy] for step in t[0])
         cpu = sum(t[2] for t in times[policy]) / sum(t[1] for t in times[policy])
-        profile = op_class_profile(models[policy], datasets[policy], args.profile_steps)
+        profile, at_once = op_class_profile(models[policy], datasets[policy], args.profile_steps)
         kernel_seconds = sum(profile.values()) or 1.0
         rows.append({
             "architecture": architecture, "card": card_name, "size": size, "policy": policy, "batch": batch,
             "params": models[policy].count_params(), "s_per_step": wall, "units_per_s": units / wall,
             "unit": unit_name, "gflops": flops / wall / 1e9, "utilisation": flops / wall / 1e9 / peak[policy],
-            "cores_busy": cpu, "kernel_seconds": profile,
+            "cores_busy": cpu, "kernel_seconds": profile, "kernels_at_once": at_once,
             "op_classes": {name: value / kernel_seconds for name, value in profile.items()},
         })
     rows[1]["speedup"] = rows[0]["s_per_step"] / rows[1]["s_per_step"]
@@ -178,6 +187,13 @@ def print_table(rows: list[dict], peak: dict) -> None:
         seconds = row.get("kernel_seconds", {})
         cells = " ".join(f"{seconds.get(c, 0.0):12.3f}" for c in classes)
         print(f"{row['card']:18s} {row['policy']:15s} {cells} {sum(seconds.values()):7.3f}")
+    if any("kernels_at_once" in row for row in rows):
+        print("\nShare of the traced span with 0, 1, 2+ op kernels running at once (0: Python, runtime, waiting):")
+        print(f"{'card':18s} {'policy':15s} {'0':>6s} {'1':>6s} {'2+':>6s}")
+        for row in rows:
+            at_once = row.get("kernels_at_once", {})
+            print(f"{row['card']:18s} {row['policy']:15s} "
+                  + " ".join(f"{at_once.get(k, 0.0):6.1%}" for k in ("0", "1", "2+")))
 
 
 def main() -> None:

@@ -32,7 +32,7 @@ _FIELDS = {  # message -> [(name, number, type, label, message type)]; the subse
     "XPlane.EventMetadataEntry": [("key", 1, "int64", "optional", None),
                                   ("value", 2, "message", "optional", "XEventMetadata")],
     "XLine": [("id", 1, "int64", "optional", None), ("name", 2, "string", "optional", None),
-              ("events", 4, "message", "repeated", "XEvent")],
+              ("timestamp_ns", 3, "int64", "optional", None), ("events", 4, "message", "repeated", "XEvent")],
     "XEvent": [("metadata_id", 1, "int64", "optional", None), ("offset_ps", 2, "int64", "optional", None),
                ("duration_ps", 3, "int64", "optional", None)],
     "XEventMetadata": [("id", 1, "int64", "optional", None), ("name", 2, "string", "optional", None),
@@ -106,8 +106,8 @@ def op_class(op_type: str) -> str:
     return "other"
 
 
-def _kernel_events(space):
-    """(op type, seconds) of every op-kernel event on the host planes."""
+def _kernel_intervals(space):
+    """(op type, start s, duration s) of every op-kernel event on the host planes (one clock for all lines)."""
     for plane in space.planes:
         if not plane.name.startswith("/host:"):
             continue
@@ -119,7 +119,13 @@ def _kernel_events(space):
                     continue
                 op_type = name.rsplit(":", 1)[1]
                 if op_type[:1].isupper() or op_type.startswith("_"):
-                    yield op_type, event.duration_ps * 1e-12
+                    yield op_type, line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12, event.duration_ps * 1e-12
+
+
+def _kernel_events(space):
+    """(op type, seconds) of every op-kernel event on the host planes."""
+    for op_type, _, seconds in _kernel_intervals(space):
+        yield op_type, seconds
 
 
 def read_xspace(logdir: str):
@@ -147,6 +153,28 @@ def op_class_seconds(logdir: str) -> dict:
     for op_type, seconds in op_type_seconds(logdir).items():
         totals[op_class(op_type)] += seconds
     return dict(totals.most_common())
+
+
+def kernel_concurrency(logdir: str) -> dict:
+    """Seconds of the traced span during which exactly k op kernels ran at once, for each k.
+
+    Control-flow kernels (While, If, ...) are left out: they only wait for
+    the kernels of their body. A kernel that spreads its own work over the
+    intra-op threads (a large matmul) counts once, so k is a lower bound on
+    the cores at work; k = 0 is time no kernel ran at all (Python, the
+    runtime, waiting).
+    """
+    edges = []
+    for op_type, start, seconds in _kernel_intervals(read_xspace(logdir)):
+        if op_class(op_type) != "control flow":
+            edges += [(start, 1), (start + seconds, -1)]
+    edges.sort()
+    levels = collections.Counter()
+    running = 0
+    for (time, change), (next_time, _) in zip(edges, edges[1:]):
+        running += change
+        levels[running] += next_time - time
+    return dict(sorted(levels.items()))
 
 
 @contextlib.contextmanager

@@ -54,6 +54,13 @@ def test_accumulation_with_mixed_float16_loss_scaling():
     micro, big = batches(2, 4)
     start = [w.numpy().copy() for w in whole.trainable_weights]
     whole.train_on_batch(*big)
+    accumulated.optimizer.build(accumulated.trainable_variables)
+    scale = float(accumulated.optimizer.dynamic_scale)
+    accumulated.optimizer.dynamic_scale.assign(1e30)  # this batch overflows: skipped, neither added nor counted
+    accumulated.train_on_batch(*micro[0])
+    assert int(accumulated.optimizer.inner_optimizer.accumulated_batches) == 0
+    assert not any(np.any(a.numpy()) for a in accumulated.optimizer.inner_optimizer.accumulated_gradients)
+    accumulated.optimizer.dynamic_scale.assign(scale)
     accumulated.train_on_batch(*micro[0])
     assert all(np.array_equal(a, b.numpy()) for a, b in zip(start, accumulated.trainable_weights)), \
         "nothing changes before the k-th micro-batch"

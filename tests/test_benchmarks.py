@@ -3,6 +3,7 @@
 import pathlib
 import sys
 
+import pytest
 import tensorflow as tf
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
@@ -39,6 +40,10 @@ def test_profile_is_read_into_op_classes(tmp_path):
     classes = optrace.op_class_seconds(str(tmp_path))
     assert classes["matmul/conv"] > 0 and classes["casts"] > 0
     assert list(classes.values()) == sorted(classes.values(), reverse=True)
+    levels = optrace.kernel_concurrency(str(tmp_path))
+    assert set(levels) <= set(range(64)) and all(seconds >= 0 for seconds in levels.values())
+    kernel_seconds = sum(v for name, v in types.items() if optrace.op_class(name) != "control flow")
+    assert sum(k * seconds for k, seconds in levels.items()) == pytest.approx(kernel_seconds, rel=1e-6)
     empty = tmp_path / "nothing"
     empty.mkdir()
     try:

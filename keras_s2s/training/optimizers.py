@@ -87,8 +87,9 @@ class GradientAccumulation:
     """Optimizer mixin: update once per `accumulate_steps` batches with the mean of their gradients.
 
     Works under every strategy. Each batch's gradients are summed over the
-    replicas (as every update is) and added to float32 accumulators beside
-    the weights; the k-th batch's call updates the weights with
+    replicas (as every update is) and added to accumulators shaped, typed
+    and placed like the (float32 master) weights; the k-th batch's call
+    updates the weights with
     (sum of k batches) / k and zeroes the accumulators. Keras's loss already
     divides by the number of replicas, so the update is the gradient of the
     mean loss over all k x replicas shards: that of one k-times larger global
@@ -96,7 +97,8 @@ class GradientAccumulation:
     (the way Keras's LossScaleOptimizer decides to skip a step), so the
     update's own cross-replica work runs under MirroredStrategy too; Keras's
     `gradient_accumulation_steps` takes it in replica context and fails there.
-    `iterations` counts updates, not batches.
+    `iterations` counts updates, not batches. Under loss scaling, a batch
+    whose gradients overflow is skipped: it is neither added nor counted.
 
     Example:
         >>> optimizer = Adam(learning_rate=1e-3, accumulate_steps=4)
