@@ -18,18 +18,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import statistics
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import keras  # noqa: E402
-import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from keras_s2s import zoo  # noqa: E402
 from keras_s2s.layers import dropout, recurrent  # noqa: E402
 
-from bench_speed import ARCHITECTURES, add_batch_arguments, fit_steps, synthetic_batch  # noqa: E402
+from bench_speed import add_batch_arguments, interleaved_medians  # noqa: E402
 
 VARIANTS = [("float32", False), ("float32", True), ("mixed_bfloat16", False), ("mixed_bfloat16", True)]
 
@@ -51,24 +47,9 @@ def levers(enabled: bool):
 
 
 def measure(architecture: str, args) -> dict:
-    card = ARCHITECTURES[architecture][0]
-    batch = zoo.get_card(card).data["batch_size"]
-    models, datasets = {}, {}
-    for policy, enabled in VARIANTS:
-        keras.utils.set_random_seed(0)
-        model = zoo.load(card, precision=policy, strategy="default")
-        inputs, labels, _, units, _ = synthetic_batch(architecture, model, batch, args, np.random.default_rng(0))
-        datasets[policy, enabled] = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
-        with levers(enabled):  # the train function is traced here, with the levers as set
-            fit_steps(model, datasets[policy, enabled], 2)
-        models[policy, enabled] = model
-    steps = {variant: [] for variant in VARIANTS}
-    for _ in range(args.repeats):
-        for variant in VARIANTS:
-            steps[variant] += fit_steps(models[variant], datasets[variant], args.steps)[0]
-    del models
-    keras.backend.clear_session()
-    return {variant: statistics.median(values) for variant, values in steps.items()} | {"units": units}
+    variants = {(policy, enabled): dict(precision=policy, context=lambda enabled=enabled: levers(enabled))
+                for policy, enabled in VARIANTS}
+    return interleaved_medians(architecture, variants, args)
 
 
 def main() -> None:

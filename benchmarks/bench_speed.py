@@ -28,6 +28,7 @@ timed steps, each timed by a callback). Printed:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -112,6 +113,34 @@ def fit_steps(model, dataset, steps: int) -> tuple[list, float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0, callbacks=[timer])
     return timer.seconds, time.perf_counter() - wall, time.process_time() - cpu
+
+
+def interleaved_medians(architecture: str, variants: dict, args) -> dict:
+    """Median s/step of each variant of `architecture`'s demo card, timed interleaved in one run.
+
+    variants: {key: {"precision": policy, "context": a function returning the context the model is traced
+    in (optional), any other card override}}. Returns {key: seconds} plus "units" (tokens or frames per step).
+    """
+    card = ARCHITECTURES[architecture][0]
+    batch = zoo.get_card(card).data["batch_size"]
+    models, datasets = {}, {}
+    for key, settings in variants.items():
+        settings = dict(settings)
+        context = settings.pop("context", contextlib.nullcontext)
+        keras.utils.set_random_seed(0)
+        model = zoo.load(card, strategy="default", **settings)
+        inputs, labels, _, units, _ = synthetic_batch(architecture, model, batch, args, np.random.default_rng(0))
+        datasets[key] = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
+        with context():  # the train function is traced here
+            fit_steps(model, datasets[key], 2)
+        models[key] = model
+    steps = {key: [] for key in variants}
+    for _ in range(args.repeats):
+        for key in variants:
+            steps[key] += fit_steps(models[key], datasets[key], args.steps)[0]
+    del models
+    keras.backend.clear_session()
+    return {key: statistics.median(values) for key, values in steps.items()} | {"units": units}
 
 
 def op_class_profile(model, dataset, steps: int) -> tuple[dict, dict]:
