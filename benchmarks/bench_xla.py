@@ -28,7 +28,10 @@ def measure(architecture: str, args) -> dict | str:
     try:
         return interleaved_medians(architecture, variants, args)
     except Exception as error:  # noqa: BLE001 (XLA refuses some ops; the table says which model and why)
-        return f"{type(error).__name__}: {str(error).strip().splitlines()[0][:100]}"
+        lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+        telling = [line for line in lines if any(word in line for word in ("XLA", "unsupported", "compile",
+                                                                              "must be a compile-time constant"))]
+        return f"{type(error).__name__}: {(telling or lines or [''])[0][:160]}"
 
 
 def main() -> None:

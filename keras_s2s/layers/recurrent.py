@@ -49,6 +49,11 @@ def _project(cell, sequences, bias):
     return projected if bias is None else projected + ops.cast(bias, dtype)
 
 
+def _steps(x):
+    """The length of axis 0: a Python int when the shape is static (XLA needs TensorArrays of a fixed size)."""
+    return x.shape[0] if x.shape[0] is not None else tf.shape(x)[0]
+
+
 def _time_major(x):
     return tf.transpose(x, [1, 0] + list(range(2, len(x.shape))))
 
@@ -112,7 +117,7 @@ def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zer
         inputs = tf.reverse(inputs, [0])
         masks = None if masks is None else tf.reverse(masks, [0])
     inputs = recurrent.attach(inputs)
-    steps = tf.shape(inputs)[0]
+    steps = _steps(inputs)
     input_ta = tf.TensorArray(inputs.dtype, size=steps).unstack(inputs)
     mask_ta = None if masks is None else tf.TensorArray(tf.bool, size=steps).unstack(masks)
     output_ta = tf.TensorArray(inputs.dtype, size=steps)
@@ -131,7 +136,7 @@ def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zer
 
     final = tf.while_loop(lambda time, *_: time < steps, body,
                           (tf.constant(0), output_ta, saved_ta, zero_output, *initial_state),
-                          parallel_iterations=32, swap_memory=True)
+                          parallel_iterations=32, swap_memory=True, maximum_iterations=steps)
     recurrent.stacked.update({name: tf.stop_gradient(ta.stack()) for name, ta in final[2].items()})
     outputs = _time_major(final[1].stack())
     return final[3], outputs, list(final[4:])
@@ -176,7 +181,7 @@ class LoopLSTMCell:
         self.recurrent = RecurrentWeights(ops.concatenate([kernel, ops.cast(cell.recurrent_kernel, dtype)], 0))
         (self.kernel,) = self.recurrent.frozen()
         additive = self.recurrent.attach(additive)
-        self.additive = tf.TensorArray(additive.dtype, size=tf.shape(additive)[0]).unstack(additive)
+        self.additive = tf.TensorArray(additive.dtype, size=_steps(additive)).unstack(additive)
 
     def step(self, time, inputs, state):
         """(h, c, x) at step `time` from the cell's inputs (`known`'s slice first: ignored, it is projected

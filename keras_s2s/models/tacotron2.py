@@ -220,7 +220,8 @@ class Tacotron2(keras.Model):
             return i + 1, state, outputs.write(i, output), alignments.write(i, weights), saved
 
         _, _, outputs, alignments, saved = tf.while_loop(
-            lambda i, *_: i < steps, body, (0, self.initial_state(memory), outputs, alignments, saved))
+            lambda i, *_: i < steps, body, (0, self.initial_state(memory), outputs, alignments, saved),
+            maximum_iterations=steps)  # XLA bounds the loop's TensorArrays by it
         for cell, ta in zip(loop_cells, saved):
             cell.finish(ta.stack())
         outputs = tf.transpose(outputs.stack(), [1, 0, 2])
