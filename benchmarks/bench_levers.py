@@ -15,7 +15,6 @@ while a model is traced, so "off" runs exactly Keras's code.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import os
 
@@ -25,7 +24,7 @@ import tensorflow as tf  # noqa: E402
 
 from keras_s2s.layers import dropout, recurrent  # noqa: E402
 
-from bench_speed import add_batch_arguments, interleaved_medians  # noqa: E402
+from bench_speed import interleaved_medians, measure_each_model  # noqa: E402
 
 VARIANTS = [("float32", False), ("float32", True), ("mixed_bfloat16", False), ("mixed_bfloat16", True)]
 
@@ -53,14 +52,7 @@ def measure(architecture: str, args) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_batch_arguments(parser)
-    args = parser.parse_args()
-
-    results = {}
-    for architecture in args.models:
-        results[architecture] = measure(architecture, args)
-        print(f"  measured {architecture}", flush=True)
+    results = measure_each_model(measure, __doc__)
     print("\nSeconds per step (median), levers off -> on, and the speed-ups (all measured in this run):")
     print(f"{'model':12s} {'fp32 off':>9s} {'fp32 on':>8s} {'bf16 off':>9s} {'bf16 on':>8s} {'on/off fp32':>12s} "
           f"{'on/off bf16':>12s} {'bf16/fp32 off':>14s} {'bf16/fp32 on':>13s}")

@@ -115,6 +115,19 @@ def fit_steps(model, dataset, steps: int) -> tuple[list, float, float]:
     return timer.seconds, time.perf_counter() - wall, time.process_time() - cpu
 
 
+def measure_each_model(measure, description: str) -> dict:
+    """Parse the batch options, run `measure(architecture, args)` for each `--models` entry, print progress;
+    returns {architecture: result} (shared by bench_levers and bench_xla)."""
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_batch_arguments(parser)
+    args = parser.parse_args()
+    results = {}
+    for architecture in args.models:
+        results[architecture] = measure(architecture, args)
+        print(f"  measured {architecture}", flush=True)
+    return results
+
+
 def interleaved_medians(architecture: str, variants: dict, args) -> dict:
     """Median s/step of each variant of `architecture`'s demo card, timed interleaved in one run.
 

@@ -12,12 +12,11 @@ as such, with the first line of the error.
 
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-from bench_speed import add_batch_arguments, interleaved_medians  # noqa: E402
+from bench_speed import interleaved_medians, measure_each_model  # noqa: E402
 
 VARIANTS = [("float32", False), ("float32", True), ("mixed_bfloat16", False), ("mixed_bfloat16", True)]
 
@@ -35,14 +34,7 @@ def measure(architecture: str, args) -> dict | str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_batch_arguments(parser)
-    args = parser.parse_args()
-
-    results = {}
-    for architecture in args.models:
-        results[architecture] = measure(architecture, args)
-        print(f"  measured {architecture}", flush=True)
+    results = measure_each_model(measure, __doc__)
     print("\nSeconds per step (median), XLA off -> on, and the speed-ups (all measured in this run):")
     print(f"{'model':12s} {'fp32':>7s} {'fp32 XLA':>9s} {'bf16':>7s} {'bf16 XLA':>9s} {'XLA/no fp32':>12s} "
           f"{'XLA/no bf16':>12s} {'bf16/fp32':>10s} {'best bf16/fp32':>15s}")
