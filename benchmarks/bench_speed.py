@@ -15,6 +15,8 @@ timed steps, each timed by a callback). Printed:
   optimizer update, input pipeline, ...), from a TensorFlow profiler trace
   of a few steps (`optrace.py`): each class's share of the kernel time
   summed over all threads, and its kernel seconds per step;
+* which scopes (pass and layer) and op types spend the element-wise
+  kernel time (the largest few);
 * how many op kernels run at once (0, 1, 2+) over the traced span: the
   time no kernel runs is Python and runtime overhead, one kernel at a time
   leaves a core idle unless that kernel splits its own work.
@@ -60,6 +62,7 @@ POLICIES = ("float32", "mixed_bfloat16")
 PEAK_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16"}
 CLASS_ORDER = ("matmul/conv", "element-wise", "random (dropout)", "casts", "softmax/normalisation",
                "embedding gathers", "data movement", "control flow", "optimizer update", "input pipeline", "other")
+TOP_SCOPES = 8  # element-wise scopes listed per row
 
 
 def add_batch_arguments(parser) -> None:
@@ -115,11 +118,13 @@ def fit_steps(model, dataset, steps: int) -> tuple[list, float, float]:
     return timer.seconds, time.perf_counter() - wall, time.process_time() - cpu
 
 
-def measure_each_model(measure, description: str) -> dict:
-    """Parse the batch options, run `measure(architecture, args)` for each `--models` entry, print progress;
-    returns {architecture: result} (shared by bench_levers and bench_xla)."""
+def measure_each_model(measure, description: str, extra_arguments=None) -> dict:
+    """Parse the batch options (and `extra_arguments(parser)`'s), run `measure(architecture, args)` for each
+    `--models` entry, print progress; returns {architecture: result} (shared by bench_levers and bench_xla)."""
     parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_batch_arguments(parser)
+    if extra_arguments:
+        extra_arguments(parser)
     args = parser.parse_args()
     results = {}
     for architecture in args.models:
@@ -156,18 +161,21 @@ def interleaved_medians(architecture: str, variants: dict, args) -> dict:
     return {key: statistics.median(values) for key, values in steps.items()} | {"units": units}
 
 
-def op_class_profile(model, dataset, steps: int) -> tuple[dict, dict]:
+def op_class_profile(model, dataset, steps: int) -> tuple[dict, dict, dict]:
     """From a trace of `steps` fit() steps: kernel seconds per step of each op class (summed over threads),
-    and the share of the traced span with 0, 1 and 2+ kernels running at once."""
+    the share of the traced span with 0, 1 and 2+ kernels running at once, and the element-wise kernel
+    seconds per step of the scopes and op types that spend most of them."""
     with tempfile.TemporaryDirectory() as logdir:
         with optrace.profiled(logdir):
             model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
         classes = {name: value / steps for name, value in optrace.op_class_seconds(logdir).items()}
         levels = optrace.kernel_concurrency(logdir)
+        elementwise = {scope: value / steps for scope, value in
+                       optrace.op_scope_seconds(logdir, "element-wise").most_common(TOP_SCOPES)}
     span = sum(levels.values()) or 1.0
     at_once = {"0": levels.get(0, 0.0) / span, "1": levels.get(1, 0.0) / span,
                "2+": sum(v for k, v in levels.items() if k >= 2) / span}
-    return classes, at_once
+    return classes, at_once, elementwise
 
 
 def measure(architecture: str, size: str, args, peak: dict) -> list[dict]:
@@ -191,13 +199,13 @@ def measure(architecture: str, size: str, args, peak: dict) -> list[dict]:
     for policy in POLICIES:
         wall = statistics.median(step for t in times[policy] for step in t[0])
         cpu = sum(t[2] for t in times[policy]) / sum(t[1] for t in times[policy])
-        profile, at_once = op_class_profile(models[policy], datasets[policy], args.profile_steps)
+        profile, at_once, elementwise = op_class_profile(models[policy], datasets[policy], args.profile_steps)
         kernel_seconds = sum(profile.values()) or 1.0
         rows.append({
             "architecture": architecture, "card": card_name, "size": size, "policy": policy, "batch": batch,
             "params": models[policy].count_params(), "s_per_step": wall, "units_per_s": units / wall,
             "unit": unit_name, "gflops": flops / wall / 1e9, "utilisation": flops / wall / 1e9 / peak[policy],
-            "cores_busy": cpu, "kernel_seconds": profile, "kernels_at_once": at_once,
+            "cores_busy": cpu, "kernel_seconds": profile, "kernels_at_once": at_once, "elementwise_top": elementwise,
             "op_classes": {name: value / kernel_seconds for name, value in profile.items()},
         })
     rows[1]["speedup"] = rows[0]["s_per_step"] / rows[1]["s_per_step"]
@@ -236,6 +244,11 @@ def print_table(rows: list[dict], peak: dict) -> None:
             at_once = row.get("kernels_at_once", {})
             print(f"{row['card']:18s} {row['policy']:15s} "
                   + " ".join(f"{at_once.get(k, 0.0):6.1%}" for k in ("0", "1", "2+")))
+    for row in rows:
+        if row.get("elementwise_top"):
+            print(f"\nElement-wise kernel seconds per step, {row['card']} {row['policy']} (pass, scope, op type):")
+            for scope, seconds in row["elementwise_top"].items():
+                print(f"  {seconds:7.3f}  {scope}")
 
 
 def main() -> None:

@@ -20,6 +20,7 @@ import collections
 import contextlib
 import glob
 import os
+import re
 
 import tensorflow as tf
 from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
@@ -98,6 +99,10 @@ OP_CLASSES = [
 ]
 
 
+_FUNCTION_CALL = re.compile(r"(Stateful)?PartitionedCall(_\d+)?")
+_COPY_NUMBER = re.compile(r"(_\d+)+$")
+
+
 def op_class(op_type: str) -> str:
     """The class of a TensorFlow op type (e.g. 'MatMul' -> 'matmul/conv')."""
     for name, prefixes in OP_CLASSES:
@@ -107,7 +112,8 @@ def op_class(op_type: str) -> str:
 
 
 def _kernel_intervals(space):
-    """(op type, start s, duration s) of every op-kernel event on the host planes (one clock for all lines)."""
+    """(op name, op type, start s, duration s) of every op-kernel event on the host planes (one clock for all
+    lines)."""
     for plane in space.planes:
         if not plane.name.startswith("/host:"):
             continue
@@ -117,14 +123,14 @@ def _kernel_intervals(space):
                 name = names.get(event.metadata_id, "")
                 if ":" not in name or "::" in name:  # op kernels are "op_name:OpType"; "A::B" are runtime scopes
                     continue
-                op_type = name.rsplit(":", 1)[1]
+                op_name, op_type = name.rsplit(":", 1)
                 if op_type[:1].isupper() or op_type.startswith("_"):
-                    yield op_type, line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12, event.duration_ps * 1e-12
+                    yield op_name, op_type, line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12, event.duration_ps * 1e-12
 
 
 def _kernel_events(space):
     """(op type, seconds) of every op-kernel event on the host planes."""
-    for op_type, _, seconds in _kernel_intervals(space):
+    for _, op_type, _, seconds in _kernel_intervals(space):
         yield op_type, seconds
 
 
@@ -155,6 +161,33 @@ def op_class_seconds(logdir: str) -> dict:
     return dict(totals.most_common())
 
 
+def op_scope(op_name: str, depth: int = 3) -> str:
+    """The pass and the first `depth` name scopes of an op: where in the model its kernel runs.
+
+    The function-call scopes a `tf.function` adds (`StatefulPartitionedCall`) are left out, and the
+    numbers that tell copies of a layer apart are dropped, so the copies add up ("decoder_2_1" and
+    "decoder_0_1" are both "decoder").
+
+    Example:
+        >>> op_scope("StatefulPartitionedCall/gradient_tape/model_1/decoder_2_1/attention/Mul_2", depth=2)
+        'backward model/decoder'
+    """
+    parts = [_COPY_NUMBER.sub("", part) for part in op_name.split("/") if not _FUNCTION_CALL.fullmatch(part)]
+    backward = "gradient_tape" in parts
+    scopes = [part for part in parts if part != "gradient_tape"][:depth]
+    return ("backward " if backward else "forward ") + "/".join(scopes)
+
+
+def op_scope_seconds(logdir: str, op_class_name: str, depth: int = 3) -> collections.Counter:
+    """Summed kernel seconds of one op class (e.g. 'element-wise') per `op_scope`, with the op type:
+    which layers and passes emit that class's kernels."""
+    totals = collections.Counter()
+    for op_name, op_type, _, seconds in _kernel_intervals(read_xspace(logdir)):
+        if op_class(op_type) == op_class_name:
+            totals[f"{op_scope(op_name, depth)} {op_type}"] += seconds
+    return totals
+
+
 def kernel_concurrency(logdir: str) -> dict:
     """Seconds of the traced span during which exactly k op kernels ran at once, for each k.
 
@@ -165,7 +198,7 @@ def kernel_concurrency(logdir: str) -> dict:
     runtime, waiting).
     """
     edges = []
-    for op_type, start, seconds in _kernel_intervals(read_xspace(logdir)):
+    for _, op_type, start, seconds in _kernel_intervals(read_xspace(logdir)):
         if op_class(op_type) != "control flow":
             edges += [(start, 1), (start + seconds, -1)]
     edges.sort()

@@ -161,6 +161,43 @@ def test_sparse_embedding_updates_equal_dense_ones_with_repeated_tokens(name):
     np.testing.assert_allclose(embedding.embeddings.numpy(), dense.numpy(), atol=1e-6)
 
 
+@pytest.mark.parametrize("settings", [{}, {"amsgrad": True}, {"weight_decay": 0.1}])
+def test_fused_adam_makes_keras_adams_updates_in_one_kernel_per_variable(settings):
+    import tensorflow as tf
+
+    from keras_s2s.training.optimizers import Adam, AdamW
+
+    rng = np.random.default_rng(0)
+    start = [rng.normal(size=(3, 4)).astype("float32"), rng.normal(size=(4,)).astype("float32")]
+    ours, theirs = ([keras.Variable(w, name=f"w{i}") for i, w in enumerate(start)] for _ in range(2))
+    kind = (AdamW, keras.optimizers.AdamW) if "weight_decay" in settings else (Adam, keras.optimizers.Adam)
+    fused, reference = (cls(learning_rate=0.05, **settings) for cls in kind)
+    for _ in range(4):
+        grads = [tf.constant(rng.normal(size=w.shape).astype("float32")) for w in start]
+        fused.apply(grads, ours)
+        reference.apply(grads, theirs)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-6)
+    # same slot names in the same order as Keras's Adam: checkpoints of either load into the other
+    assert [v.name for v in fused.variables] == [v.name for v in reference.variables]
+
+    graph = tf.function(lambda: fused.apply(grads, ours)).get_concrete_function().graph
+    kernels = [op.type for op in graph.get_operations()]
+    fused_kernel = "ResourceApplyAdamWithAmsgrad" if settings.get("amsgrad") else "ResourceApplyAdam"
+    assert kernels.count(fused_kernel) == 2 and "Sqrt" not in kernels
+
+
+def test_fused_adam_refuses_a_variable_it_was_not_built_for():
+    import tensorflow as tf
+
+    from keras_s2s.training.optimizers import Adam
+
+    optimizer = Adam()
+    optimizer.build([keras.Variable(np.zeros(2, "float32"))])
+    with pytest.raises(ValueError, match="not built for variable"):
+        optimizer.update_step(tf.ones(3), keras.Variable(np.zeros(3, "float32")), 0.1)
+
+
 def test_a_loss_scale_rule_trains_under_a_mirrored_strategy():
     from conftest import CPU_DEVICES
     from keras_s2s.distribute import get_strategy

@@ -33,8 +33,19 @@ def test_profile_is_read_into_op_classes(tmp_path):
         return x
 
     work(a)
+    scoped = tf.Variable(a)
+
+    @tf.function
+    def scoped_gradient():
+        with tf.GradientTape() as tape:
+            with tf.name_scope("block"):
+                loss = tf.reduce_sum(tf.tanh(scoped) * 3.0)
+        return tape.gradient(loss, scoped)
+
+    scoped_gradient()
     with optrace.profiled(str(tmp_path)):
         work(a).numpy()
+        scoped_gradient().numpy()
     types = optrace.op_type_seconds(str(tmp_path))
     assert any("MatMul" in name for name in types) and types["Cast"] > 0
     classes = optrace.op_class_seconds(str(tmp_path))
@@ -44,6 +55,11 @@ def test_profile_is_read_into_op_classes(tmp_path):
     assert set(levels) <= set(range(64)) and all(seconds >= 0 for seconds in levels.values())
     kernel_seconds = sum(v for name, v in types.items() if optrace.op_class(name) != "control flow")
     assert sum(k * seconds for k, seconds in levels.items()) == pytest.approx(kernel_seconds, rel=1e-6)
+    scopes = optrace.op_scope_seconds(str(tmp_path), "element-wise")
+    assert any(key.startswith("forward block") and key.endswith(" Tanh") for key in scopes), scopes
+    assert any(key.startswith("backward block") and key.endswith(" TanhGrad") for key in scopes), scopes
+    name = "StatefulPartitionedCall/gradient_tape/model_1/decoder_2_1/attention/Mul"
+    assert optrace.op_scope(name, depth=2) == "backward model/decoder"
     empty = tmp_path / "nothing"
     empty.mkdir()
     try:

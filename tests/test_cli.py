@@ -59,6 +59,7 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     metadata = json.loads((out / "preset" / "metadata.json").read_text())
     assert metadata["training_steps"] == 12 and metadata["metrics"]["bleu"] == result["bleu"]
     assert metadata["card"]["name"] == "gnmt" and metadata["architecture"] == "GNMT"
+    assert "cores busy" in printed and metadata["metrics"]["fit_cores_busy"] > 0
 
     assert main(["train", "gnmt", "--steps", "12", "--out", str(out), *TINY]) == 2
     assert "already holds a finished run" in capsys.readouterr().err, "a finished run is never overwritten"
@@ -76,6 +77,17 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert main(["evaluate", "--model", str(out), "--beam-width", "2"]) == 0
     assert "beam 2, alpha 0.6" in capsys.readouterr().out
     assert json.loads((out / "eval-beam2.json").read_text())["beam_width"] == 2
+
+
+def test_cores_busy_is_the_processes_cpu_seconds_over_wall_seconds(monkeypatch):
+    from keras_s2s.training import runner
+
+    clock = {"wall": 100.0, "cpu": 10.0}
+    monkeypatch.setattr(runner.time, "perf_counter", lambda: clock["wall"])
+    monkeypatch.setattr(runner.time, "process_time", lambda: clock["cpu"])
+    start = runner._clock()
+    clock.update(wall=104.0, cpu=16.4)  # 6.4 CPU seconds over all threads in 4 s
+    assert runner.cores_busy(start) == 1.6
 
 
 @pytest.mark.slow

@@ -224,7 +224,9 @@ def trained_run(tmp_path_factory, home_dir):
     out = tmp_path_factory.mktemp("tts") / "run"
     settings = {**TINY, "num_train": 24, "num_valid": 4, "num_test": 4, "batch_size": 8, "dropout": 0.1,
                 "lstm_dropout": 0.0, "guided_attention": 10.0, "stop_weight": 5.0, "max_decoder_steps": 150, "learning_rate": 0.005,
-                "warmup_steps": 20, "steps_per_epoch": 150, "precision": "float32"}  # float32: faster for Tacotron on CPUs
+                "warmup_steps": 20, "steps_per_epoch": 200, "precision": "float32"}  # float32: faster for Tacotron on CPUs
+    # 200 steps: with seeds 0, 1 and 2 every held-out utterance stops (at 150 steps seed 1 stopped none and
+    # float rounding alone, e.g. a fused Adam kernel, could flip seed 0)
     result = train("tacotron2_demo", data="demo-tts", out=out, epochs=1, overrides=settings, verbose=0)
     return out, result
 
@@ -241,11 +243,13 @@ def home_dir(tmp_path_factory):
     else:
         os.environ["KERAS_S2S_HOME"] = old
 
+RUN_STATISTICS = ("train_seconds", "fit_cores_busy", "run_cores_busy")  # of the run, not of the evaluation
+
 
 def test_a_trained_tiny_model_aligns_and_stops_before_the_limit(trained_run):
     out, result = trained_run
     saved = json.loads((out / "eval.json").read_text())
-    assert saved == {key: value for key, value in result.items() if key != "train_seconds"}, result
+    assert saved == {key: value for key, value in result.items() if key not in RUN_STATISTICS}, result
     assert result["stopped"] == 1.0, result  # every held-out utterance ended by its stop token
     assert result["attention_focus"] > 0.4, result  # 15 x sharper than uniform attention (~1/40)
     assert 0.6 < result["length_ratio"] < 1.5, result

@@ -26,6 +26,7 @@ import dataclasses
 import json
 import logging
 import math
+import os
 import shutil
 import sys
 import tempfile
@@ -186,6 +187,26 @@ def check_run_dir(out: Path, card) -> None:
                          f"{', '.join(changed)}. Use the same settings, or another --out")
 
 
+def _clock() -> tuple[float, float]:
+    """(wall seconds, this process's CPU seconds over all its threads) now."""
+    return time.perf_counter(), time.process_time()
+
+
+def cores_busy(since: tuple[float, float]) -> float:
+    """Cores this process kept busy on average since `since` (a `_clock()`): CPU seconds over wall seconds.
+
+    Example:
+        >>> start = _clock(); model.fit(...); cores_busy(start)
+        1.74
+    """
+    wall, cpu = since
+    return round((time.process_time() - cpu) / max(time.perf_counter() - wall, 1e-9), 2)
+
+
+def _available_cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+
+
 def _steps_per_epoch(card, num_train: int) -> int:
     return card.training.get("steps_per_epoch") or max(1, num_train // card.data["batch_size"])
 
@@ -302,6 +323,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     """Train in `write_dir` (the run directory, or a non-chief worker's scratch folder); every worker
     resumes from the chief's backup in `out`."""
     chief = write_dir == out
+    run_clock = _clock()
     keras.utils.set_random_seed(card.training.get("seed", 0))
     policy = set_precision(card.training["precision"])
     card.training["precision"] = policy  # resolved once, logged once
@@ -323,7 +345,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         verbose = 1 if sys.stdout.isatty() else 2
     print(f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
           f"{describe_strategy(strategy)}): {epochs} epoch(s) x {steps_per_epoch} steps")
-    start = time.time()
+    fit_clock = _clock()
     history = model_obj.fit(
         task.train,
         # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
@@ -335,15 +357,17 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         verbose=verbose,
         shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data.Dataset
     )
-    train_seconds = time.time() - start
+    train_seconds = time.perf_counter() - fit_clock[0]
+    fit_cores = cores_busy(fit_clock)
     if not chief:
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
         return {"train_seconds": round(train_seconds, 1), "loss": history.history["loss"][-1]}
     atomic_write(out / "model.keras", model_obj.save)
     atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(history.history, indent=2)))
-    print(f"trained in {train_seconds:.0f}s; model saved to {out / 'model.keras'}")
+    print(f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
+          f"model saved to {out / 'model.keras'}")
     result = task.evaluate(model_obj)
-    result["train_seconds"] = round(train_seconds, 1)
+    result.update(train_seconds=round(train_seconds, 1), fit_cores_busy=fit_cores, run_cores_busy=cores_busy(run_clock))
     if not (out / "preset").exists():
         model_obj.save_to_preset(out / "preset", metadata={
             "card": card.to_dict(), "training_steps": int(model_obj.optimizer.iterations.numpy()),
