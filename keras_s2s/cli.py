@@ -17,7 +17,27 @@ import os
 import sys
 import time
 
-from keras_s2s.config import PRECISIONS, STRATEGIES, CardError, parse_override
+from keras_s2s.config import PRECISIONS, STRATEGIES, CardError, check_count, parse_override
+
+
+def _count(minimum: int = 1):
+    """An argparse type: a whole number of at least `minimum` (a count of steps, sentences, beams, ...)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            try:
+                value = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        try:
+            return check_count("the value", value, minimum)
+        except ValueError as error:
+            raise argparse.ArgumentTypeError(str(error).replace("the value ", "")) from None
+    return parse
+
+
+COUNT = _count()
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -36,12 +56,12 @@ def _parser() -> argparse.ArgumentParser:
     train.add_argument("--strategy", choices=STRATEGIES)
     train.add_argument("--workers", help="multi-worker training: host:port of every worker, comma-separated, the "
                        "same on each (instead of TF_CONFIG); implies --strategy multiworker")
-    train.add_argument("--task-index", type=int, help="with --workers: this worker's index (0 = the chief)")
+    train.add_argument("--task-index", type=_count(0), help="with --workers: this worker's index (0 = the chief)")
     train.add_argument("--devices", help="comma-separated devices for --strategy mirrored or hybrid, "
                        "e.g. /gpu:0,/gpu:1 (hybrid pipelining: --set training.time_chunks=4)")
     group = train.add_mutually_exclusive_group()
-    group.add_argument("--epochs", type=int)
-    group.add_argument("--steps", type=int, help="total training steps (instead of --epochs)")
+    group.add_argument("--epochs", type=COUNT)
+    group.add_argument("--steps", type=COUNT, help="total training steps (instead of --epochs)")
     train.add_argument("--out", help="run directory (default runs/MODEL); an interrupted run there resumes")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a card setting, e.g. --set units=256 --set training.learning_rate=0.002")
@@ -50,7 +70,7 @@ def _parser() -> argparse.ArgumentParser:
                                    "mel distances (synthesis) on held-out data")
     evaluate.add_argument("--model", required=True, help="run directory written by `train`")
     evaluate.add_argument("--data", nargs="+", help="evaluate on the test split of this data instead")
-    evaluate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default); CTC beam for speech")
+    evaluate.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy (default); CTC beam for speech")
     evaluate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
     evaluate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
 
@@ -58,15 +78,15 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument("--model", required=True, help="run directory written by `train`")
     translate.add_argument("--input", help="input file (default: stdin)")
     translate.add_argument("--output", help="output file (default: stdout)")
-    translate.add_argument("--batch-size", type=int, default=64)
-    translate.add_argument("--beam-width", type=int, default=1, help="1 = greedy (default)")
+    translate.add_argument("--batch-size", type=COUNT, default=64)
+    translate.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy (default)")
     translate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
     translate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
 
     transcribe = commands.add_parser("transcribe", help="print the text spoken in audio files")
     transcribe.add_argument("--model", required=True, help="run directory of a speech recognizer")
     transcribe.add_argument("audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed")
-    transcribe.add_argument("--beam-width", type=int, default=1, help="1 = greedy CTC decoding (default)")
+    transcribe.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy CTC decoding (default)")
 
     synthesize = commands.add_parser("synthesize", help="speak text with a trained synthesizer into WAV files")
     synthesize.add_argument("--model", required=True, help="run directory of a speech synthesizer")
@@ -75,9 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     synthesize.add_argument("-o", "--output", required=True,
                             help="a .wav file for one text; a folder (0001.wav, ...) for several")
     synthesize.add_argument("--plot", action="store_true", help="also write NAME-alignment.png and NAME-mel.png")
-    synthesize.add_argument("--iterations", type=int, default=60, help="Griffin-Lim iterations (default 60)")
-    synthesize.add_argument("--max-decoder-steps", type=int, help="step limit (default: the model's)")
-    synthesize.add_argument("--batch-size", type=int, default=8)
+    synthesize.add_argument("--iterations", type=COUNT, default=60, help="Griffin-Lim iterations (default 60)")
+    synthesize.add_argument("--max-decoder-steps", type=COUNT, help="step limit (default: the model's)")
+    synthesize.add_argument("--batch-size", type=COUNT, default=8)
 
     export = commands.add_parser("export", help="export a trained model for serving")
     export.add_argument("--model", required=True, help="run directory written by `train`")
@@ -85,12 +105,12 @@ def _parser() -> argparse.ArgumentParser:
                         help="saved_model: strings (or audio) in, text out, no keras_s2s needed to serve; "
                              "keras: a .keras file")
     export.add_argument("--out", required=True, help="output path (a folder for saved_model, a .keras file)")
-    export.add_argument("--beam-width", type=int, default=4, help="decoding inside the SavedModel (1 = greedy)")
+    export.add_argument("--beam-width", type=COUNT, default=4, help="decoding inside the SavedModel (1 = greedy)")
     export.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
 
     average = commands.add_parser("average", help="average the last N epoch checkpoints of a run")
     average.add_argument("--model", required=True, help="run directory written by `train`")
-    average.add_argument("--last", type=int, default=3, help="how many of the latest checkpoints (default 3)")
+    average.add_argument("--last", type=COUNT, default=3, help="how many of the latest checkpoints (default 3)")
     average.add_argument("--out", required=True, help="new run directory for the averaged model")
     return parser
 
@@ -159,7 +179,7 @@ def _translate(args) -> None:
                    coverage_penalty=args.coverage_penalty, progress=progress)
 
     def write_all(out) -> None:
-        for chunk in _chunks(source, max(1, args.batch_size) * 16):
+        for chunk in _chunks(source, args.batch_size * 16):
             out.writelines(text + "\n" for text in model.translate(chunk, **options))
             out.flush()
 

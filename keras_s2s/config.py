@@ -23,6 +23,8 @@ import copy
 import dataclasses
 import difflib
 import inspect
+import math
+import numbers
 import re
 from pathlib import Path
 from typing import Any
@@ -55,6 +57,18 @@ class Optional:
         return f"{_type_name(self.kind)} or null"
 
 
+class Count:
+    """A whole number of at least `minimum` (steps, sentences, tokens, ...)."""
+
+    def __init__(self, minimum: int = 1):
+        self.minimum = minimum
+
+    def __repr__(self) -> str:
+        return f"a whole number of at least {self.minimum}"
+
+
+COUNT, SIZE = Count(1), Count(0)  # SIZE: 0 allowed (e.g. num_train 0 = all)
+
 SCHEMA: dict[str, Any] = {
     "name": str,
     "description": str,
@@ -63,19 +77,19 @@ SCHEMA: dict[str, Any] = {
     "model": dict,  # checked against the architecture's constructor
     "data": {
         "source": str,
-        "vocab_size": int,
-        "max_length": int,
-        "batch_size": int,
-        "num_train": int,
-        "num_valid": int,
-        "num_test": int,
+        "vocab_size": COUNT,
+        "max_length": COUNT,
+        "batch_size": COUNT,
+        "num_train": SIZE,
+        "num_valid": SIZE,
+        "num_test": SIZE,
         "seed": int,
-        "bucket_width": int,
-        "batch_tokens": Optional(int),
+        "bucket_width": COUNT,
+        "batch_tokens": Optional(COUNT),
         "direction": Optional(str),
         "tokenization": Choice("sentencepiece", "pretokenized"),
         "shared_vocabulary": bool,
-        "source_vocab_size": Optional(int),
+        "source_vocab_size": Optional(COUNT),
         # speech recognition
         "features": dict,  # FeatureExtractor arguments
         "characters": str,
@@ -87,27 +101,27 @@ SCHEMA: dict[str, Any] = {
         "cache": str,  # mel targets: memory, a file prefix, or "" (see keras_s2s/data/tts.py)
     },
     "training": {
-        "epochs": int,
-        "steps_per_epoch": Optional(int),
+        "epochs": COUNT,
+        "steps_per_epoch": Optional(COUNT),
         "optimizer": Choice(*OPTIMIZERS),
         "learning_rate": float,
         "schedule": Choice(*SCHEDULES),
-        "warmup_steps": int,
-        "decay_steps": int,
+        "warmup_steps": SIZE,
+        "decay_steps": COUNT,
         "decay_rate": float,
         "label_smoothing": float,
         "clipnorm": Optional(float),
         "precision": Choice(*PRECISIONS),
         "strategy": Choice(*STRATEGIES),
-        "time_chunks": int,  # hybrid strategy: pieces each LSTM runs its sequence in (pipelining; 1 = off)
+        "time_chunks": COUNT,  # hybrid strategy: pieces each LSTM runs its sequence in (pipelining; 1 = off)
         "loss_scale": {"algorithm": Choice("dynamic", "static", "logmax"), "initial_scale": float,
-                       "growth_interval": int, "log_max": float, "beta1": float, "beta2": float,
+                       "growth_interval": COUNT, "log_max": float, "beta1": float, "beta2": float,
                        "overflow_std_dev": float, "scale_min": float, "scale_max": float},
-        "accumulate_steps": int,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
-        "steps_per_execution": int,
+        "accumulate_steps": COUNT,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
+        "steps_per_execution": COUNT,
         "jit_compile": bool,
         "seed": int,
-        "decode_max_length": int,
+        "decode_max_length": COUNT,
     },
 }
 
@@ -128,6 +142,20 @@ CardLoader.add_implicit_resolver(
 def safe_load(text: str):
     """Parse YAML text safely (no code, no custom tags)."""
     return yaml.load(text, Loader=CardLoader)
+
+
+def check_count(name: str, value, minimum: int = 1) -> int:
+    """`value` as an int when it is a whole number of at least `minimum`; a ValueError naming `name` if not.
+
+    Example:
+        >>> check_count("batch_size", 0)
+        Traceback (most recent call last):
+        ValueError: batch_size must be a whole number of at least 1, got 0
+    """
+    whole = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(value)
+    if not whole or value != int(value) or value < minimum:
+        raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
+    return int(value)
 
 
 class CardError(ValueError):
@@ -180,6 +208,8 @@ def _matches(value: Any, kind: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(kind, Count):
+        return isinstance(value, int) and not isinstance(value, bool) and value >= kind.minimum
     if kind is Any:
         return True
     return isinstance(value, kind)

@@ -74,7 +74,7 @@ def test_accumulation_with_mixed_float16_loss_scaling():
 def test_accumulation_settings_are_checked_and_the_schedule_counts_updates():
     with pytest.raises(ValueError, match="accumulate_steps must be at least 1"):
         build_optimizer({"accumulate_steps": 0}, "float32")
-    with pytest.raises(CardError, match="accumulate_steps' must be integer"):
+    with pytest.raises(CardError, match="accumulate_steps' must be a whole number of at least 1"):
         zoo.get_card("gnmt", accumulate_steps="two")
     schedule = PerUpdateSchedule(keras.optimizers.schedules.ExponentialDecay(1.0, 1, 0.5), 4)
     assert [float(schedule(step)) for step in (0, 3, 4, 9)] == [1.0, 1.0, 0.5, 0.25]

@@ -42,6 +42,45 @@ def test_bad_input_gives_a_clear_error_and_exit_code_2(capsys, tmp_path):
     assert not (tmp_path / "r").exists(), "a failed run leaves nothing behind"
 
 
+@pytest.mark.parametrize("command", [
+    ["train", "gnmt", "--steps", "-3"], ["train", "gnmt", "--steps", "0"], ["train", "gnmt", "--epochs", "-1"],
+    ["train", "gnmt", "--steps", "2.5"], ["train", "gnmt", "--workers", "a:1,b:2", "--task-index", "-1"],
+    ["translate", "--model", "m", "--batch-size", "-1"], ["translate", "--model", "m", "--batch-size", "0"],
+    ["translate", "--model", "m", "--beam-width", "0"], ["evaluate", "--model", "m", "--beam-width", "-2"],
+    ["transcribe", "--model", "m", "a.wav", "--beam-width", "0"], ["average", "--model", "m", "--out", "o", "--last", "0"],
+    ["synthesize", "--model", "m", "hi", "-o", "x.wav", "--iterations", "0"],
+    ["synthesize", "--model", "m", "hi", "-o", "x.wav", "--batch-size", "0"],
+    ["synthesize", "--model", "m", "hi", "-o", "x.wav", "--max-decoder-steps", "-5"],
+    ["export", "--model", "m", "--out", "o", "--beam-width", "0"],
+])
+def test_a_count_that_makes_no_sense_is_refused_before_anything_runs(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(command)
+    assert exit_.value.code == 2
+    assert "must be a whole number of at least" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir()), "nothing is written"
+
+
+def test_the_python_api_refuses_counts_that_make_no_sense(tmp_path):
+    from keras_s2s.training.runner import average_checkpoints, train
+
+    with pytest.raises(ValueError, match="steps must be a whole number of at least 1, got 0"):
+        train("gnmt", steps=0, out=tmp_path / "r")
+    with pytest.raises(ValueError, match="epochs must be a whole number of at least 1, got -1"):
+        train("gnmt", epochs=-1, out=tmp_path / "r")
+    with pytest.raises(ValueError, match="last must be"):
+        average_checkpoints(tmp_path / "r", tmp_path / "o", last=0)
+    assert not list(tmp_path.iterdir())
+    from keras_s2s import zoo
+
+    model = zoo.load("gnmt_demo", units=8, num_layers=2, vocab_size=40, strategy="default", precision="float32")
+    for settings, name in (({"batch_size": -1}, "batch_size"), ({"batch_size": 0}, "batch_size"),
+                           ({"beam_width": 0}, "beam_width")):
+        with pytest.raises(ValueError, match=f"{name} must be a whole number"):
+            model.translate(["a b"], **settings)
+
+
 def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     out = tmp_path / "run"
     assert main(["train", "gnmt", "--data", "demo", "--steps", "12", "--out", str(out), *TINY]) == 0

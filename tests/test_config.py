@@ -51,7 +51,9 @@ def test_unknown_model_argument_lists_constructor_arguments(tmp_path):
     [
         (lambda c: c["model"].update({"units": "big"}), "'model.units' must be integer"),
         (lambda c: c["training"].update({"precision": "fp16"}), "one of 'auto', 'float32'"),
-        (lambda c: c["data"].update({"batch_size": 12.5}), "'data.batch_size' must be integer"),
+        (lambda c: c["data"].update({"batch_size": 12.5}), "'data.batch_size' must be a whole number of at least 1"),
+        (lambda c: c["data"].update({"batch_size": 0}), "'data.batch_size' must be a whole number of at least 1, got 0"),
+        (lambda c: c["training"].update({"epochs": -1}), "'training.epochs' must be a whole number of at least 1"),
         (lambda c: c["training"].update({"jit_compile": "yes"}), "must be boolean"),
         (lambda c: c.update({"training": [1, 2]}), "'training' must be mapping"),
         (lambda c: c.pop("data"), "missing required key 'data'"),

@@ -18,6 +18,7 @@ import numpy as np
 import keras
 import tensorflow as tf
 
+from keras_s2s.config import check_count
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, length_penalty, only_eos_at_limit
 
@@ -232,6 +233,7 @@ class Seq2SeqLM(keras.Model):
         output tokens (and never more than `max_length`). `progress(n)` is
         called after each batch with the number of sentences done.
         """
+        check_count("batch_size", batch_size), check_count("beam_width", beam_width)
         if self.tokenizer is None:
             raise ValueError("this model has no tokenizer; load it with zoo.load(..., tokenizer=...)")
         texts = list(texts)

@@ -22,6 +22,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_s2s.config import check_count
 from keras_s2s.data.audio import read_audio
 from keras_s2s.models.seq2seq_lm import FunctionCache
 
@@ -104,6 +105,7 @@ class SpeechToText(keras.Model):
         """Text of each audio file path (or float32 sample array at the extractor's rate)."""
         if self.extractor is None:
             raise ValueError("this model has no feature extractor; load it with zoo.load(..., extractor=...)")
+        check_count("batch_size", batch_size), check_count("beam_width", beam_width)
         if "features" not in self._decoders:  # traced once: eager tf.signal is ~4x slower per utterance
             self._decoders["features"] = tf.function(self.extractor.__call__,
                                                      input_signature=[tf.TensorSpec([None], tf.float32)])

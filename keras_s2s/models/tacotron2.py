@@ -31,6 +31,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
+from keras_s2s.config import check_count
 from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers import recurrent
 from keras_s2s.layers.recurrent import LSTM, LoopLSTMCell
@@ -322,6 +323,8 @@ class Tacotron2(keras.Model):
 
         if self.vocabulary is None:
             raise ValueError("this model has no vocabulary; load it with zoo.load(..., vocabulary=...)")
+        if max_decoder_steps is not None:
+            check_count("max_decoder_steps", max_decoder_steps)
         if not self.built:
             self.build()
         spoken = [normalize_text(t) if normalize else t for t in texts]
@@ -346,6 +349,7 @@ class Tacotron2(keras.Model):
             if self.extractor is None:
                 raise ValueError("this model has no mel extractor; load it with zoo.load(..., extractor=...)")
             vocoder = GriffinLim(self.extractor)
+        check_count("batch_size", batch_size)
         results = []
         for start in range(0, len(texts), batch_size):
             results += [vocoder(item["mel"]) for item in self.infer(texts[start:start + batch_size], **infer_args)]

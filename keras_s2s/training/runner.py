@@ -38,6 +38,7 @@ import sacrebleu
 import yaml
 
 from keras_s2s import zoo
+from keras_s2s.config import check_count
 from keras_s2s.data.parallel import read_splits, load_parallel_data
 from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
@@ -305,6 +306,9 @@ def train(
         chief writes there (the others train in a temporary folder, removed at
         the end) and evaluates; all resume from the chief's backup.
     """
+    for name, count in (("epochs", epochs), ("steps", steps)):
+        if count is not None:
+            check_count(name, count)
     overrides = dict(overrides or {})
     if data:
         overrides["data.source"] = data
@@ -403,6 +407,7 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3) -> 
     so `keras-s2s evaluate --model OUT` and `translate` work on it.
     Returns the checkpoints that were averaged.
     """
+    check_count("last", last)
     run_dir, out = Path(run_dir), Path(out)
     if last < 1:
         raise ValueError(f"--last must be at least 1, got {last}")
