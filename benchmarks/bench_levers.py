@@ -4,7 +4,8 @@ Each zoo architecture (demo card, card batch size) is built four times:
 float32 and mixed_bfloat16, each with the levers off (Keras's Dropout and
 its LSTM/GRU loop, as before they existed) and on (the defaults: 16-bit
 dropout draws, the hoisted input projection, Tacotron 2's decoder LSTMs as
-`LoopLSTMCell`s, Adam's update as one fused kernel per variable);
+`LoopLSTMCell`s, Adam's update as one fused kernel per variable, the
+speech recognizers' CTC loss from TensorFlow's CTC kernel);
 `--off` names the levers to switch off, to measure one alone. The four
 train the same synthetic batch through `fit()`, timed interleaved (median
 of all steps). The levers are switched off by swapping the functions they
@@ -28,11 +29,17 @@ import tensorflow as tf  # noqa: E402
 import keras  # noqa: E402
 
 from keras_s2s.layers import dropout, recurrent  # noqa: E402
+from keras_s2s.models import speech_to_text  # noqa: E402
 from keras_s2s.training import optimizers  # noqa: E402
 
 from bench_speed import interleaved_medians, measure_each_model  # noqa: E402
 
 VARIANTS = [("float32", False), ("float32", True), ("mixed_bfloat16", False), ("mixed_bfloat16", True)]
+
+
+def _keras_ctc_loss(labels, logits, logit_lengths):
+    label_lengths = keras.ops.sum(keras.ops.cast(labels != 0, "int32"), axis=1)
+    return keras.ops.ctc_loss(labels, logits, label_lengths, logit_lengths, mask_index=0)
 
 
 def _keras_adam_build(self, variables):
@@ -48,6 +55,7 @@ LEVERS = {
     "dropout": [(dropout, "drop", lambda x, rate, seed: tf.nn.experimental.stateless_dropout(x, rate, seed=seed))],
     "hoisting": [(recurrent, "_hoisting_applies", lambda layer, training: False),
                  (recurrent, "_cell_hoisting_applies", lambda cell, training: False)],
+    "ctc-kernel": [(speech_to_text, "ctc_loss", _keras_ctc_loss)],
     "fused-adam": [(optimizers.FusedAdamUpdate, "build", _keras_adam_build),
                    (optimizers.FusedAdamUpdate, "update_step", _keras_adam_update_step)],
 }

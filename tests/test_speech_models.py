@@ -82,6 +82,36 @@ def test_each_model_reduces_time_by_its_stride_and_computes_a_float32_ctc_loss(n
     np.testing.assert_allclose(float(loss), float(np.mean(expected)), rtol=1e-5)
 
 
+def test_the_ctc_kernel_loss_and_gradient_equal_keras_ctc_loss():
+    from keras_s2s.models.speech_to_text import ctc_loss
+
+    rng = np.random.default_rng(0)
+    logits = tf.constant(rng.normal(size=(4, 30, 7)).astype("float32"))
+    labels = np.zeros((4, 9), "int32")
+    for row, text in enumerate([[1, 2, 2, 3], [4, 4, 4, 5, 6, 1, 2, 3, 3], [6], [2, 5, 2, 5, 2]]):  # with repeats
+        labels[row, :len(text)] = text
+    label_lengths, logit_lengths = (labels != 0).sum(axis=1), np.array([30, 25, 8, 17], "int32")
+
+    def loss_and_gradient(loss_fn):
+        with tf.GradientTape() as tape:
+            tape.watch(logits)
+            losses = loss_fn()
+            total = tf.reduce_sum(losses)
+        return losses.numpy(), tape.gradient(total, logits).numpy()
+
+    ours = loss_and_gradient(lambda: ctc_loss(tf.constant(labels), logits, tf.constant(logit_lengths)))
+    keras_ = loss_and_gradient(lambda: keras.ops.ctc_loss(labels, logits, label_lengths, logit_lengths, mask_index=0))
+    np.testing.assert_allclose(ours[0], keras_[0], rtol=1e-5)
+    np.testing.assert_allclose(ours[1], keras_[1], atol=1e-5)
+    assert np.all(ours[1][2, 8:] == 0), "no gradient beyond an utterance's frames"
+
+    # a transcript longer than its frames: no error, loss 0 and no gradient for it, the others unchanged
+    short = np.array([30, 3, 8, 17], "int32")
+    losses, gradient = loss_and_gradient(lambda: ctc_loss(tf.constant(labels), logits, tf.constant(short)))
+    assert losses[1] == 0 and not gradient[1].any()
+    np.testing.assert_allclose(losses[[0, 2, 3]], ours[0][[0, 2, 3]], rtol=1e-6)
+
+
 @pytest.mark.parametrize("name", sorted(TINY))
 def test_mixed_bfloat16_keeps_float32_weights_and_logits(name):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
