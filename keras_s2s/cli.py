@@ -33,7 +33,7 @@ def _count(minimum: int = 1):
         try:
             return check_count("the value", value, minimum)
         except ValueError as error:
-            raise argparse.ArgumentTypeError(str(error).replace("the value ", "")) from None
+            raise argparse.ArgumentTypeError(str(error)) from None
     return parse
 
 
@@ -305,6 +305,10 @@ def main(argv: list[str] | None = None) -> int:
     except (CardError, FileNotFoundError, ValueError) as exc:
         print(f"keras-s2s: error: {exc}", file=sys.stderr)
         return 2
+    except OSError as exc:  # a full disk, a file that vanished or cannot be written: what was saved stays
+        print(f"keras-s2s: error: {exc}; what was saved before it stays, and the same command continues "
+              "from there", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         print("keras-s2s: interrupted; run the same command again to resume", file=sys.stderr)
         return 130

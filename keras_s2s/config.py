@@ -267,7 +267,8 @@ OBJECT_ARGUMENTS = ("self", "tokenizer", "vocabulary", "extractor")  # passed as
 
 
 def architecture_arguments(cls: type) -> dict[str, Any]:
-    """Constructor arguments of `cls` with the type of each default value."""
+    """Constructor arguments of `cls` with the type of each default value (an int default: a count,
+    at least 1 where the default is positive, else at least 0)."""
     arguments = {}
     for name, param in inspect.signature(cls.__init__).parameters.items():
         if name in OBJECT_ARGUMENTS or param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL):
@@ -277,6 +278,8 @@ def architecture_arguments(cls: type) -> dict[str, Any]:
             arguments[name] = Any
         elif isinstance(default, float):
             arguments[name] = float
+        elif isinstance(default, int) and not isinstance(default, bool):  # sizes and counts: 0 = "derived"
+            arguments[name] = Count(1 if default > 0 else 0)
         else:
             arguments[name] = type(default)
     return arguments

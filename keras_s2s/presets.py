@@ -21,6 +21,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -149,6 +150,13 @@ def _fetch(url: str, partial: Path, timeout: float) -> None:
         raise ConnectionError(f"connection closed after {done} of {total} bytes")
 
 
+def _cache_path(url: str, sha256: str | None, cache_dir: Path | None = None) -> Path:
+    """Where a download of `url` is cached: keyed by its sha256 when known, else by the whole URL."""
+    key = sha256 or hashlib.sha256(url.encode()).hexdigest()
+    name = Path(urllib.parse.urlparse(url).path).name or "download"
+    return (cache_dir or home() / "presets" / "downloads") / f"{key[:16]}-{name}"
+
+
 def download(url: str, sha256: str | None = None, cache_dir: Path | None = None, retries: int = 3,
              timeout: float = 60.0) -> Path:
     """The verified local copy of `url` (downloaded once into the cache)."""
@@ -164,10 +172,8 @@ def download(url: str, sha256: str | None = None, cache_dir: Path | None = None,
         return path
     if parsed.scheme not in ("http", "https"):
         raise PresetError(f"{url}: unsupported URL scheme {parsed.scheme!r} (use https://, http:// or file://)")
-    cache_dir = cache_dir or home() / "presets" / "downloads"
-    cache_dir.mkdir(parents=True, exist_ok=True)
-    name = (sha256[:16] + "-" if sha256 else "") + (Path(parsed.path).name or "download")
-    target = cache_dir / name
+    target = _cache_path(url, sha256, cache_dir)
+    target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_file() and (not sha256 or sha256_of(target) == sha256):
         return target
     if offline():
@@ -263,15 +269,35 @@ def fetch_preset(source: str, sha256: str | None = None) -> Path:
         source = path.resolve().as_uri()
     archive = download(source, sha256)
     unpacked = home() / "presets" / "unpacked" / ((sha256 or sha256_of(archive))[:16])
-    if not (unpacked / ".complete").exists():
-        extract(archive, unpacked)
-        (unpacked / ".complete").touch()
-    return _preset_root(unpacked)
+    with _discarded_on_failure(source, archive, unpacked):
+        if not (unpacked / ".complete").exists():
+            extract(archive, unpacked)
+            (unpacked / ".complete").touch()
+        return _preset_root(unpacked)
+
+
+@contextlib.contextmanager
+def _discarded_on_failure(source: str, archive: Path, unpacked: Path):
+    """A download that does not unpack or load is removed from the cache, so the next run fetches it afresh."""
+    try:
+        yield
+    except PresetError as error:
+        if urllib.parse.urlparse(source).scheme not in ("http", "https"):
+            raise  # the user's own file or a shipped one: never deleted
+        shutil.rmtree(unpacked, ignore_errors=True)
+        archive.unlink(missing_ok=True)
+        raise PresetError(f"{error}; the cached download {archive} was removed, so the next run downloads "
+                          f"{source} afresh") from None
 
 
 def load_preset(source: str, sha256: str | None = None) -> keras.Model:
     """The model of a preset directory or archive URL (see `fetch_preset`)."""
-    return load_preset_directory(fetch_preset(source, sha256))
+    directory = fetch_preset(source, sha256)
+    if urllib.parse.urlparse(source).scheme not in ("http", "https"):
+        return load_preset_directory(directory)
+    unpacked = directory if (directory / ".complete").exists() else directory.parent
+    with _discarded_on_failure(source, _cache_path(source, sha256), unpacked):
+        return load_preset_directory(directory)
 
 
 def pack_preset(directory: str | Path, archive: str | Path) -> str:

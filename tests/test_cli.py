@@ -118,6 +118,49 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert json.loads((out / "eval-beam2.json").read_text())["beam_width"] == 2
 
 
+def test_a_run_whose_evaluation_failed_after_training_is_finished_by_the_rerun(tmp_path, capsys, monkeypatch):
+    from keras_s2s.training import runner
+
+    out = tmp_path / "run"
+
+    def disk_full(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(runner, "evaluate", disk_full)
+        assert main(["train", "gnmt", "--data", "demo", "--steps", "6", "--out", str(out), *TINY]) == 1
+    assert (out / "model.keras").is_file() and not (out / "preset").exists()
+    capsys.readouterr()
+    assert main(["evaluate", "--model", str(out)]) == 0, "a trained run can be evaluated"
+    assert "held-out BLEU" in capsys.readouterr().out
+    assert main(["train", "gnmt", "--data", "demo", "--steps", "6", "--out", str(out), *TINY]) == 0
+    assert "training finished earlier" in capsys.readouterr().out
+    metadata = json.loads((out / "preset" / "metadata.json").read_text())
+    assert metadata["training_steps"] == 6 and "bleu" in metadata["metrics"] and metadata["train_seconds"] > 0
+    assert main(["train", "gnmt", "--data", "demo", "--steps", "6", "--out", str(out), *TINY]) == 2
+    assert "already holds a finished run" in capsys.readouterr().err
+
+
+def test_failures_before_training_leave_nothing_that_blocks_the_fix(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "gnmt", "--data", "demo", "--out", str(out), *TINY, "--set", "units=-5"]) == 2
+    assert "'model.units' must be a whole number of at least 1, got -5" in capsys.readouterr().err
+    assert main(["train", "gnmt", "--data", "demo", "--out", str(out), *TINY, "--set", "num_layers=1"]) == 2
+    assert "GNMT needs num_layers >= 2" in capsys.readouterr().err
+    assert main(["train", "gnmt", "--data", "demo", "--out", str(out), *TINY, "--set", "num_test=0"]) == 2
+    assert "the test split is empty" in capsys.readouterr().err
+    assert not out.exists(), "nothing is committed before the model is built"
+    out.mkdir()  # what an older attempt with other settings left before its first epoch
+    (out / "card.yaml").write_text("name: gnmt\nmodel: {units: 999}\n")
+    (out / "tokenizer.model").write_bytes(b"stale")
+    assert main(["train", "gnmt", "--data", "demo", "--steps", "2", "--out", str(out), *TINY]) == 0
+    assert (out / "preset").is_dir() and "units: 16" in (out / "card.yaml").read_text()
+    (tmp_path / "a_file").write_text("keep me")
+    assert main(["train", "gnmt", "--data", "demo", "--steps", "2", "--out", str(tmp_path / "a_file"), *TINY]) == 2
+    assert "is a file, not a run directory" in capsys.readouterr().err
+    assert (tmp_path / "a_file").read_text() == "keep me"
+
+
 def test_cores_busy_is_the_processes_cpu_seconds_over_wall_seconds(monkeypatch):
     from keras_s2s.training import runner
 

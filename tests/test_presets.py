@@ -138,6 +138,45 @@ def test_an_interrupted_download_resumes_where_it_stopped(preset, server, home):
     assert RangeHandler.requests[0][1] is None and RangeHandler.requests[1][1] == f"bytes={size // 3}-"
 
 
+def test_the_cache_tells_two_urls_with_one_file_name_apart(preset, server, home, demo_data):
+    model, folder = preset
+    root, url = server
+    other = save_to_preset(zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=8,
+                                    precision="float32"), home.parent / "gnmt_other")
+    for sub, source in (("a", folder), ("b", other)):
+        (root / sub).mkdir()
+        pack(source, root / sub / "model.tar.gz")
+    first, second = (load_preset(f"{url}/{sub}/model.tar.gz") for sub in "ab")
+    assert first.count_params() == model.count_params() and second.count_params() != model.count_params()
+
+
+def test_a_truncated_download_is_removed_from_the_cache_so_a_rerun_recovers(preset, server, home):
+    _, folder = preset
+    root, url = server
+    pack(folder, root / "p.tar.gz")
+    whole = (root / "p.tar.gz").read_bytes()
+    (root / "p.tar.gz").write_bytes(whole[: len(whole) // 2])  # served whole, but the file itself is cut
+    with pytest.raises(PresetError, match="damaged or truncated.* the cached download .* was removed, so the next"):
+        fetch_preset(f"{url}/p.tar.gz")
+    assert not list((home / "presets" / "downloads").iterdir())
+    (root / "p.tar.gz").write_bytes(whole)
+    assert load_preset(f"{url}/p.tar.gz").count_params() == preset[0].count_params()
+    broken = home / "presets" / "unpacked"
+    for weights in broken.rglob("model.weights.h5"):  # a cached preset whose weights no longer load
+        weights.write_bytes(b"not hdf5")
+    with pytest.raises(PresetError, match="weights do not load.* the cached download .* was removed"):
+        load_preset(f"{url}/p.tar.gz")
+    assert not list(broken.iterdir()) and not list((home / "presets" / "downloads").iterdir())
+    assert load_preset(f"{url}/p.tar.gz").count_params() == preset[0].count_params()
+
+
+def test_an_unknown_preset_name_lists_the_cards_presets():
+    with pytest.raises(PresetError, match="demo: not a preset of gnmt \\(its presets: none\\)"):
+        zoo.load("gnmt", weights="demo")
+    with pytest.raises(PresetError, match="its presets: demo"):
+        zoo.load("convs2s", weights="dem")
+
+
 def test_truncated_and_malicious_archives_are_refused(tmp_path, home):
     good = tmp_path / "good.tar.gz"
     with tarfile.open(good, "w:gz") as tar:

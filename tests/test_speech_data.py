@@ -164,3 +164,19 @@ def test_subword_vocabulary_for_ctc(tmp_path, monkeypatch):
     assert isinstance(keras.saving.load_model(tmp_path / "m.keras").vocabulary, SubwordVocabulary)
     with pytest.raises(CardError, match="subword vocabulary is learned from the training transcripts"):
         zoo.load("wave2letter_demo", **{"data.vocabulary": "subword"})
+
+
+def test_an_unreadable_test_file_is_refused_before_training(tmp_path):
+    import soundfile
+
+    from keras_s2s.data.speech import load_speech_data
+
+    for i in range(6):
+        soundfile.write(str(tmp_path / f"{i}.wav"), tone(0.3, seed=i), 16000)
+    (tmp_path / "5.wav").write_bytes(b"RIFF not really audio")
+    for split, rows in (("train", range(4)), ("test", range(4, 6))):
+        (tmp_path / f"{split}.csv").write_text("wav_filename,transcript\n" +
+                                             "".join(f"{i}.wav,hello number {i}\n" for i in rows))
+    with pytest.raises(CorpusError, match=r"test: 1 of 2 utterances cannot be read, e\.g\. .*5\.wav \(line 3\): "
+                                          "unreadable audio"):
+        load_speech_data(str(tmp_path), num_valid=0, batch_size=2)

@@ -105,6 +105,17 @@ def _cut_held_out(train, valid, test, num_train, num_valid, num_test, seed):
     return (train[:num_train] if num_train else train), valid[:num_valid], test
 
 
+def _audio_seconds(path, soundfile) -> tuple[float, str | None]:
+    """(seconds, None) for a readable audio file with samples, else (0.0, the reason it cannot be used)."""
+    try:
+        info = soundfile.info(str(path))
+    except Exception as exc:  # libsndfile's own error types
+        return 0.0, f"unreadable audio ({str(exc)[:80]})"
+    if info.frames == 0:
+        return 0.0, "no audio samples"
+    return info.frames / info.samplerate, None
+
+
 def usable_utterances(utterances: list[Utterance], vocabulary: CharVocabulary, min_duration: float = 0.1,
                       max_duration: float = 20.0, name: str = "train") -> list[tuple[Utterance, float]]:
     """(utterance, seconds) of those that can be trained on; the rest are counted and logged by reason."""
@@ -121,14 +132,8 @@ def usable_utterances(utterances: list[Utterance], vocabulary: CharVocabulary, m
         elif unknown:
             reason = f"characters outside the vocabulary ({''.join(sorted(unknown))!r})"
         else:
-            try:
-                info = soundfile.info(str(utterance.path))
-                seconds = info.frames / info.samplerate
-            except Exception as exc:  # libsndfile's own error types
-                reason, seconds = f"unreadable audio ({str(exc)[:80]})", 0.0
-            if reason is None and info.frames == 0:
-                reason = "no audio samples"
-            elif reason is None and not min_duration <= seconds <= max_duration:
+            seconds, reason = _audio_seconds(utterance.path, soundfile)
+            if reason is None and not min_duration <= seconds <= max_duration:
                 reason = f"duration outside [{min_duration}, {max_duration}] s"
         if reason is None:
             kept.append((utterance, seconds))
@@ -139,6 +144,19 @@ def usable_utterances(utterances: list[Utterance], vocabulary: CharVocabulary, m
     if not kept:
         raise CorpusError(f"{name}: none of {len(utterances)} utterances is usable; see the warnings above")
     return kept
+
+
+def check_readable(utterances: list[Utterance], name: str = "test") -> None:
+    """A CorpusError naming the files of a split that cannot be read (the test split is scored whole,
+    so it is checked before training, not skipped)."""
+    from keras_s2s.data.audio import require_audio_extra
+
+    soundfile = require_audio_extra("soundfile")
+    bad = [f"{u.path} (line {u.line}): {reason}" for u in utterances
+           for _, reason in [_audio_seconds(u.path, soundfile)] if reason]
+    if bad:
+        raise CorpusError(f"{name}: {len(bad)} of {len(utterances)} utterances cannot be read, e.g. "
+                          f"{'; '.join(bad[:3])}. Fix or remove them from the {name} split")
 
 
 def make_speech_dataset(utterances: list[tuple[Utterance, float]], extractor: FeatureExtractor,
@@ -220,6 +238,7 @@ def load_speech_data(source: str = "demo-speech", features: dict | None = None, 
         vocabulary = CharVocabulary(characters) if characters else CharVocabulary()
     train_ok = usable_utterances(train, vocabulary, min_duration, max_duration, "train")
     valid_ok = usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
+    check_readable(test, "test")
     common = dict(extractor=extractor, vocabulary=vocabulary, batch_size=batch_size, pad_to_multiple=pad_to_multiple)
     train_ds = make_speech_dataset(train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder,
                                    augment=augment, seed=seed, **common)

@@ -9,7 +9,9 @@ A run directory holds::
                          training (AtomicBackupAndRestore: resume after a crash)
     checkpoints/         weights after every epoch
     logs/                TensorBoard
-    model.keras          the final model (tokenizer inside), written atomically
+    history.json         the loss and metrics per epoch;  fit.json  training time, cores busy, steps
+    model.keras          the final model (tokenizer inside), written atomically after training; a run
+                         with model.keras but no preset/ finishes (evaluation, preset) when rerun
     preset/              the same as a preset (config, weights, metadata.json with card, steps, metrics)
     eval.json            held-out BLEU/chrF;  hypotheses.txt  the test translations
                          (speech: WER/CER, transcripts.txt; synthesis: attention focus and
@@ -50,6 +52,7 @@ from keras_s2s.training.speech_eval import evaluate_speech
 from keras_s2s.training.tts_eval import evaluate_synthesis
 
 log = logging.getLogger("keras_s2s")
+FIT_FILE = "fit.json"  # how long training took, how many steps: kept for the preset of a run finished later
 
 
 class AtomicCheckpoint(keras.callbacks.Callback):
@@ -173,19 +176,41 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
     return flat
 
 
+def _has_trained(out: Path) -> bool:
+    """Whether `out` holds training worth protecting: a finished epoch (backup or checkpoint) or a model."""
+    return ((out / "model.keras").exists() or (out / "backup" / "latest.json").exists()
+            or any((out / "checkpoints").glob("epoch-*.weights.h5")))
+
+
 def check_run_dir(out: Path, card) -> None:
-    """Refuse to overwrite a finished run, or to resume an interrupted one with other settings."""
-    if (out / "model.keras").exists():
-        raise ValueError(f"{out} already holds a finished run (model.keras); choose another --out or remove it")
+    """Refuse to overwrite a finished run, or to resume an interrupted or trained one with other settings.
+
+    A directory that an earlier attempt left before its first epoch ended (a card and a tokenizer, no
+    checkpoint) is not a run to protect: its files are removed and the run starts afresh.
+    """
+    if (out / "preset").exists():
+        raise ValueError(f"{out} already holds a finished run (model.keras and preset/); choose another --out "
+                         "or remove it")
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a run directory")
     saved_path = out / "card.yaml"
     if not saved_path.exists():
         return
-    saved, current = _flatten(yaml.safe_load(saved_path.read_text()) or {}), _flatten(card.to_dict())
+    try:
+        saved = _flatten(yaml.safe_load(saved_path.read_text()) or {})
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
+    current = _flatten(card.to_dict())
     changed = [f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
                for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
-    if changed:
+    if changed and _has_trained(out):
         raise ValueError(f"cannot resume the interrupted run in {out}: settings differ from {saved_path}: "
                          f"{', '.join(changed)}. Use the same settings, or another --out")
+    if changed:  # an attempt that never finished an epoch: its card and tokenizer belong to other settings
+        log.warning("%s: an earlier attempt with other settings stopped before its first epoch; starting afresh",
+                    out)
+        for path in [saved_path, *out.glob("tokenizer.*")]:
+            path.unlink()
 
 
 def _clock() -> tuple[float, float]:
@@ -221,11 +246,19 @@ class PreparedTask:
     num_train: int
     build_kwargs: dict
     evaluate: object  # model -> results dict
+    commit: object  # () -> None: writes the card and the tokenizer, once the model is built
 
 
 def _write_card(out: Path, card) -> None:
     out.mkdir(parents=True, exist_ok=True)  # only once the data is known to be good
     atomic_write(out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False)))
+
+
+def _require_test_split(count: int, card) -> None:
+    if not count:
+        raise ValueError(f"{card.data['source']}: the test split is empty (data.num_test is "
+                         f"{card.data.get('num_test', 'unset')}), so the trained model could not be evaluated; "
+                         "give the corpus a test split or set data.num_test")
 
 
 def prepare_text(card, out: Path, policy: str, strategy) -> PreparedTask:
@@ -240,14 +273,18 @@ def prepare_text(card, out: Path, policy: str, strategy) -> PreparedTask:
         repeat=True,
         drop_remainder=strategy.num_replicas_in_sync > 1,
     )
-    _write_card(out, card)
-    if tokenizer is None:
-        save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
+    _require_test_split(len(corpus.test_pairs), card)
     log.info("data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
              time.time() - start, len(corpus.train_pairs), len(corpus.valid_pairs), len(corpus.test_pairs),
              corpus.tokenizer.vocab_size)
+
+    def commit():
+        _write_card(out, card)
+        if tokenizer is None:
+            save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
+
     return PreparedTask(corpus.train, corpus.valid, len(corpus.train_pairs), {"tokenizer": corpus.tokenizer},
-                        lambda model: evaluate(model, corpus.test_pairs, out, demo=corpus.demo))
+                        lambda model: evaluate(model, corpus.test_pairs, out, demo=corpus.demo), commit)
 
 
 def _prepare_audio(card, out: Path, strategy, load, data_keys: tuple, evaluate_fn, **load_args) -> PreparedTask:
@@ -255,11 +292,11 @@ def _prepare_audio(card, out: Path, strategy, load, data_keys: tuple, evaluate_f
     start = time.time()
     data = load(**{key: card.data[key] for key in data_keys if key in card.data}, **load_args, repeat=True,
                 drop_remainder=strategy.num_replicas_in_sync > 1)
-    _write_card(out, card)
+    _require_test_split(len(data.test_utterances), card)
     log.info("data ready in %.1fs", time.time() - start)
     return PreparedTask(data.train, data.valid, len(data.train_utterances),
                         {"vocabulary": data.vocabulary, "extractor": data.extractor},
-                        lambda model: evaluate_fn(model, data.test_utterances, out))
+                        lambda model: evaluate_fn(model, data.test_utterances, out), lambda: _write_card(out, card))
 
 
 def prepare_speech(card, out: Path, policy: str, strategy) -> PreparedTask:
@@ -334,7 +371,10 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     if chief:
         check_run_dir(out, card)
     task = _prepare(card)(card, write_dir, policy, strategy)
+    if (out / "model.keras").exists():  # trained, but evaluation or the preset did not follow: finish it
+        return _finish(card, out, task, run_clock) if chief else {}
     model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
+    task.commit()  # only now: a card that cannot build a model leaves nothing behind
     steps_per_epoch = _steps_per_epoch(card, task.num_train)
     epochs = epochs or card.training["epochs"]
     if steps:
@@ -366,16 +406,31 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     if not chief:
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
         return {"train_seconds": round(train_seconds, 1), "loss": history.history["loss"][-1]}
-    atomic_write(out / "model.keras", model_obj.save)
     atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(history.history, indent=2)))
+    fit = {"train_seconds": round(train_seconds, 1), "fit_cores_busy": fit_cores,
+           "training_steps": int(model_obj.optimizer.iterations.numpy())}
+    atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
+    atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
     print(f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
           f"model saved to {out / 'model.keras'}")
+    return _evaluate_and_save_preset(card, out, task, model_obj, fit, run_clock)
+
+
+def _finish(card, out: Path, task: PreparedTask, run_clock) -> dict:
+    """Evaluate a run that trained to the end but stopped before its preset, and save the preset."""
+    print(f"{out}: training finished earlier (model.keras); evaluating it and saving the preset")
+    fit_path = out / FIT_FILE
+    fit = json.loads(fit_path.read_text()) if fit_path.exists() else {}
+    return _evaluate_and_save_preset(card, out, task, load_model(out), fit, run_clock)
+
+
+def _evaluate_and_save_preset(card, out: Path, task: PreparedTask, model_obj, fit: dict, run_clock) -> dict:
     result = task.evaluate(model_obj)
-    result.update(train_seconds=round(train_seconds, 1), fit_cores_busy=fit_cores, run_cores_busy=cores_busy(run_clock))
-    if not (out / "preset").exists():
-        model_obj.save_to_preset(out / "preset", metadata={
-            "card": card.to_dict(), "training_steps": int(model_obj.optimizer.iterations.numpy()),
-            "train_seconds": result["train_seconds"], "metrics": result})
+    result.update({key: fit[key] for key in ("train_seconds", "fit_cores_busy") if key in fit},
+                  run_cores_busy=cores_busy(run_clock))
+    model_obj.save_to_preset(out / "preset", metadata={
+        "card": card.to_dict(), "training_steps": fit.get("training_steps"),
+        "train_seconds": fit.get("train_seconds"), "metrics": result})
     return result
 
 
@@ -409,8 +464,6 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3) -> 
     """
     check_count("last", last)
     run_dir, out = Path(run_dir), Path(out)
-    if last < 1:
-        raise ValueError(f"--last must be at least 1, got {last}")
     checkpoints = sorted((run_dir / "checkpoints").glob("epoch-*.weights.h5"))
     if len(checkpoints) < last:
         raise ValueError(f"{run_dir / 'checkpoints'} holds {len(checkpoints)} checkpoint(s); cannot average the "

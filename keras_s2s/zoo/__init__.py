@@ -196,17 +196,20 @@ def load(name: str, *, tokenizer=None, strategy=None, weights: str | None = None
 
 
 def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
-    from keras_s2s.presets import fetch_preset, load_preset_directory
+    from keras_s2s.presets import PresetError, load_preset
 
     entry = card.presets.get(weights)
-    directory = fetch_preset(entry["url"], entry["sha256"]) if entry else fetch_preset(weights)
+    if not entry and "://" not in weights and not weights.startswith("package:") and not Path(weights).exists():
+        known = ", ".join(sorted(card.presets)) or "none"
+        raise PresetError(f"{weights}: not a preset of {card.name} (its presets: {known}) and no such preset "
+                          "directory or archive")
     policy, strategy, scope = _precision_and_scope(card, strategy)
     if isinstance(strategy, HybridParallel):
         raise CardError(f"{card.path}: a preset loads unplaced; for hybrid training copy its weights into a "
                         "placed model: zoo.load(name, strategy='hybrid').set_weights(zoo.load(name, "
                         "weights=...).get_weights())")
     with scope:
-        model = load_preset_directory(directory)
+        model = load_preset(entry["url"], entry["sha256"]) if entry else load_preset(weights)
         compile_model(model, card, policy)
     log.info("loaded preset %s for %s", weights, card.name)
     return model
