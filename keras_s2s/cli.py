@@ -136,10 +136,21 @@ def _overrides(args) -> dict:
     return overrides
 
 
+def _text_lines(handle, name: str):
+    """The lines of a binary `handle` as text, without line ends; a clear error naming `name` and the
+    line for bytes that are not UTF-8."""
+    for number, raw in enumerate(handle, 1):
+        try:
+            yield raw.decode("utf-8").rstrip("\r\n")
+        except UnicodeDecodeError as error:
+            raise ValueError(f"{name}, line {number}: not UTF-8 text ({error.reason} at byte {error.start}); "
+                             "is it a binary file?") from None
+
+
 def _chunks(lines, size: int):
     chunk = []
     for line in lines:
-        chunk.append(line.rstrip("\n"))
+        chunk.append(line)
         if len(chunk) == size:
             yield chunk
             chunk = []
@@ -167,21 +178,26 @@ class _Progress:
 
 def _translate(args) -> None:
     """Stream the input in chunks: memory stays flat however long the input is."""
+    from keras_s2s.models import Seq2SeqLM
     from keras_s2s.training.runner import atomic_write, load_model
 
-    model = load_model(args.model)
     if args.input and not os.path.isfile(args.input):
         raise FileNotFoundError(f"{args.input}: input file not found")
-    source = open(args.input, encoding="utf-8") if args.input else sys.stdin
-    total = sum(1 for _ in open(args.input, encoding="utf-8")) if args.input else None
+    model = load_model(args.model)
+    if not isinstance(model, Seq2SeqLM):
+        raise ValueError(f"{args.model} holds a {type(model).__name__}, not a translation model")
+    source = open(args.input, "rb") if args.input else sys.stdin.buffer
+    total = sum(1 for _ in open(args.input, "rb")) if args.input else None
     progress = _Progress(total, enabled=bool(args.output) or sys.stderr.isatty())
     options = dict(batch_size=args.batch_size, beam_width=args.beam_width, length_penalty=args.length_penalty,
                    coverage_penalty=args.coverage_penalty, progress=progress)
 
     def write_all(out) -> None:
-        for chunk in _chunks(source, args.batch_size * 16):
-            out.writelines(text + "\n" for text in model.translate(chunk, **options))
+        line = 1
+        for chunk in _chunks(_text_lines(source, args.input or "stdin"), args.batch_size * 16):
+            out.writelines(text + "\n" for text in model.translate(chunk, first_line=line, **options))
             out.flush()
+            line += len(chunk)
 
     try:
         if args.output:  # all or nothing: an interrupted run leaves no half-written file
@@ -212,15 +228,29 @@ def _export(args) -> None:
     print(f"exported {args.model} to {args.out} ({args.format})")
 
 
-def _transcribe(args) -> None:
+def _transcribe(args) -> int:
+    """Print each file's transcript; a file that cannot be read is reported and the rest transcribed."""
+    from keras_s2s.data.audio import AudioError, read_audio
     from keras_s2s.models import SpeechToText
     from keras_s2s.training.runner import load_model
 
     model = load_model(args.model)
     if not isinstance(model, SpeechToText):
         raise ValueError(f"{args.model} holds a {type(model).__name__}, not a speech recognizer")
-    for path, text in zip(args.audio, model.transcribe(args.audio, beam_width=args.beam_width)):
+    readable, samples = [], []
+    for path in args.audio:
+        try:
+            samples.append(read_audio(path, model.extractor.sample_rate))
+            readable.append(path)
+        except AudioError as error:
+            print(f"keras-s2s: error: {error}", file=sys.stderr)
+    failed = len(args.audio) - len(readable)
+    texts = model.transcribe(samples, beam_width=args.beam_width) if samples else []
+    for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)
+    if failed:
+        print(f"keras-s2s: {failed} of {len(args.audio)} file(s) could not be read", file=sys.stderr)
+    return 1 if failed else 0
 
 
 def _synthesize(args) -> None:
@@ -293,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "export":
             _export(args)
         elif args.command == "transcribe":
-            _transcribe(args)
+            return _transcribe(args)
         elif args.command == "synthesize":
             _synthesize(args)
         elif args.command == "average":
@@ -310,7 +340,8 @@ def main(argv: list[str] | None = None) -> int:
               "from there", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
-        print("keras-s2s: interrupted; run the same command again to resume", file=sys.stderr)
+        resume = "; run the same command again to resume" if args.command == "train" else ""
+        print(f"keras-s2s: interrupted{resume}", file=sys.stderr)
         return 130
     return 0
 

@@ -15,7 +15,7 @@ import os
 import tensorflow as tf
 
 from keras_s2s.config import STRATEGIES
-from keras_s2s.training.placement import HybridParallel
+from keras_s2s.training.placement import HybridParallel, check_devices
 
 log = logging.getLogger("keras_s2s")
 
@@ -108,6 +108,8 @@ def get_strategy(name: str | tf.distribute.Strategy = "auto", devices: list[str]
     if name == "hybrid":
         return HybridParallel(devices, time_chunks=time_chunks)
     if name == "mirrored":
+        if devices:
+            check_devices(devices)  # MirroredStrategy would quietly fall back to the CPU
         key = tuple(devices or ())
         if key not in _mirrored:
             _mirrored[key] = tf.distribute.MirroredStrategy(devices=devices)

@@ -14,6 +14,8 @@ Example:
 
 from __future__ import annotations
 
+import logging
+
 import numpy as np
 import keras
 import tensorflow as tf
@@ -21,6 +23,8 @@ import tensorflow as tf
 from keras_s2s.config import check_count
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, length_penalty, only_eos_at_limit
+
+log = logging.getLogger("keras_s2s")
 
 
 class FunctionCache:
@@ -226,27 +230,37 @@ class Seq2SeqLM(keras.Model):
 
     def translate(self, texts: list[str], batch_size: int = 64, max_length: int | None = None,
                   beam_width: int = 1, length_penalty: float = 0.6, coverage_penalty: float = 0.0,
-                  max_length_ratio: float = 2.0, max_length_offset: int = 10, progress=None) -> list[str]:
+                  max_length_ratio: float = 2.0, max_length_offset: int = 10, progress=None,
+                  first_line: int = 1) -> list[str]:
         """Translate raw sentences to detokenized text (greedy, or beam search if beam_width > 1).
 
         Each sentence gets at most `max_length_ratio * source tokens + max_length_offset`
-        output tokens (and never more than `max_length`). `progress(n)` is
-        called after each batch with the number of sentences done.
+        output tokens (and never more than `max_length`). A blank sentence stays
+        blank; one longer than the model reads (max_positions) is cut to fit, with a
+        warning that names its line (`first_line` is the line of `texts[0]`).
+        `progress(n)` is called after each batch with the number of sentences done.
+
+        Example:
+            >>> model.translate(["the dog sees a cat", ""], beam_width=4)
+            ['der hund sieht eine katze', '']
         """
         check_count("batch_size", batch_size), check_count("beam_width", beam_width)
         if self.tokenizer is None:
             raise ValueError("this model has no tokenizer; load it with zoo.load(..., tokenizer=...)")
         texts = list(texts)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths per batch
         results: list[str] = [""] * len(texts)
+        filled = [i for i in range(len(texts)) if texts[i].strip()]
+        order = sorted(filled, key=lambda i: len(texts[i]))  # similar lengths per batch
+        limit = self.max_positions_limit
         for start in range(0, len(order), batch_size):
             chunk = order[start:start + batch_size]
             ids = [row + [EOS_ID] for row in self.tokenizer.source.tokenize([texts[i] for i in chunk])]
-            limit = self.max_positions_limit
-            for i, row in zip(chunk, ids):
-                if limit is not None and len(row) > limit:
-                    raise ValueError(f"sentence {i + 1} ({texts[i][:40]!r}...) has {len(row)} tokens; this model "
-                                     f"reads at most {limit} (max_positions): split or shorten it")
+            for row, i in enumerate(chunk):
+                if limit is not None and len(ids[row]) > limit:
+                    log.warning("line %d (%r...) has %d tokens; this model reads at most %d (max_positions): "
+                                "translating its first %d", first_line + i, texts[i][:40], len(ids[row]), limit,
+                                limit - 1)
+                    ids[row] = ids[row][:limit - 1] + [EOS_ID]
             width = -(-max(len(r) for r in ids) // 8) * 8
             batch = np.zeros((len(ids), width), np.int32)
             for row, seq in enumerate(ids):

@@ -6,8 +6,12 @@ Example:
 
 from __future__ import annotations
 
+import errno
 import json
+import math
 import os
+import re
+import shutil
 from pathlib import Path
 
 
@@ -21,6 +25,30 @@ def atomic_write(path: Path, write) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def variables_bytes(variables) -> int:
+    """Bytes that `variables` take when saved (their shapes times their dtypes' sizes)."""
+    return sum(math.prod(v.shape) * _itemsize(str(v.dtype)) for v in variables)
+
+
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype name: float32 -> 4, bfloat16 -> 2, int64 -> 8, bool -> 1."""
+    bits = re.search(r"\d+", dtype)
+    return int(bits.group()) // 8 if bits else 1
+
+
+def ensure_free_space(directory: Path, needed_bytes: int) -> None:
+    """An OSError (ENOSPC) naming `directory` when it has less than `needed_bytes` (plus 5%) free, so a
+    checkpoint is never started on a disk it cannot fit on (HDF5 can crash the process there).
+
+    Example:
+        >>> ensure_free_space(Path("runs/x"), variables_bytes(model.weights))
+    """
+    free, needed = shutil.disk_usage(directory).free, int(needed_bytes * 1.05) + 2**20
+    if free < needed:
+        raise OSError(errno.ENOSPC, f"{directory}: {free / 2**20:.0f} MiB free, the checkpoint needs about "
+                                    f"{needed / 2**20:.0f} MiB; free some space")
 
 
 def write_results(out_dir: Path, name: str, lines: list[str], result: dict, beam_width: int = 1) -> None:

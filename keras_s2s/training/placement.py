@@ -54,7 +54,7 @@ def default_devices() -> list[str]:
 def check_devices(devices: list[str]) -> list[str]:
     """Canonical names of `devices`; a clear error for a device this process does not have."""
     if not devices:
-        raise ValueError("the hybrid strategy needs at least one device")
+        raise ValueError("a strategy over devices needs at least one device")
     known = available_devices()
     names = [_canonical(d) for d in devices]
     for given, name in zip(devices, names):

@@ -33,6 +33,7 @@ import shutil
 import sys
 import tempfile
 import time
+import zipfile
 from pathlib import Path
 
 import keras
@@ -46,7 +47,7 @@ from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speec
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
 from keras_s2s.data.tts import TTS_DATA_KEYS, load_tts_data, normalized_utterances
 from keras_s2s.distribute import describe_strategy, get_strategy, is_chief
-from keras_s2s.training.files import atomic_write, write_results
+from keras_s2s.training.files import atomic_write, ensure_free_space, variables_bytes, write_results
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
 from keras_s2s.training.tts_eval import evaluate_synthesis
@@ -67,6 +68,7 @@ class AtomicCheckpoint(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.directory.mkdir(parents=True, exist_ok=True)
+        ensure_free_space(self.directory, variables_bytes(self.model.weights))
         atomic_write(self.directory / f"epoch-{epoch + 1:03d}.weights.h5", self.model.save_weights)
 
 
@@ -86,26 +88,41 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         super().__init__()
         self.backup_dir = Path(backup_dir)
         self.write = write  # False on multi-worker non-chiefs: they restore from the chief's backup only
+        self.history = {}  # every epoch's logs, the epochs before a resume included
 
     def on_train_begin(self, logs=None):
+        self.history = {}
         pointer = self.backup_dir / "latest.json"
         if not pointer.is_file():
             return
-        latest = json.loads(pointer.read_text())
+        start_over = f"remove {self.backup_dir} to train again from the start"
+        try:
+            latest = json.loads(pointer.read_text())
+            epoch, weights = int(latest["epoch"]), self.backup_dir / latest["weights"]
+        except (ValueError, KeyError, TypeError) as error:
+            raise ValueError(f"{pointer}: not a readable backup pointer ({str(error)[:80]}); {start_over}") from None
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
-        self.model.load_weights(self.backup_dir / latest["weights"])
-        self.model._initial_epoch = latest["epoch"]
-        log.info("resuming from the backup after epoch %d (%s)", latest["epoch"], self.backup_dir)
+        try:
+            self.model.load_weights(weights)
+        except Exception as error:  # h5py and Keras report damaged files in several types
+            raise ValueError(f"{weights}: the backup does not load ({str(error)[:120]}); {start_over}") from None
+        self.history = latest.get("history", {})
+        self.model._initial_epoch = epoch
+        log.info("resuming from the backup after epoch %d (%s)", epoch, self.backup_dir)
 
     def on_epoch_end(self, epoch, logs=None):
+        for key, value in (logs or {}).items():
+            self.history.setdefault(key, []).append(float(value))
         if not self.write:
             return
         self.backup_dir.mkdir(parents=True, exist_ok=True)
+        optimizer = self.model.optimizer.variables if self.model.optimizer is not None else []
+        ensure_free_space(self.backup_dir, variables_bytes([*self.model.weights, *optimizer]))
         name = f"epoch-{epoch + 1:04d}.weights.h5"
         atomic_write(self.backup_dir / name, self.model.save_weights)
-        atomic_write(self.backup_dir / "latest.json",
-                     lambda p: p.write_text(json.dumps({"epoch": epoch + 1, "weights": name})))
+        atomic_write(self.backup_dir / "latest.json", lambda p: p.write_text(
+            json.dumps({"epoch": epoch + 1, "weights": name, "history": self.history})))
         for old in self.backup_dir.glob("epoch-*.weights.h5"):
             if old.name != name:
                 old.unlink()
@@ -120,7 +137,13 @@ def load_model(run_dir: str | Path) -> keras.Model:
     path = Path(run_dir) / "model.keras"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: is '{run_dir}' a finished keras-s2s run directory?")
-    return keras.saving.load_model(path)
+    if not zipfile.is_zipfile(path):
+        raise ValueError(f"{path}: not a readable .keras file (damaged or truncated); rerun training with the same "
+                         "--out to write it again from the last checkpoint, or restore it from a copy")
+    try:
+        return keras.saving.load_model(path)
+    except (zipfile.BadZipFile, OSError, EOFError, KeyError) as error:
+        raise ValueError(f"{path}: the model does not load ({str(error)[:160]})") from None
 
 
 def score(hypotheses: list[str], references: list[str]) -> dict:
@@ -380,9 +403,10 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     if steps:
         epochs = max(1, math.ceil(steps / steps_per_epoch))
         steps_per_epoch = math.ceil(steps / epochs)
+    backup = AtomicBackupAndRestore(out / "backup", write=chief)
     callbacks = [
         AtomicCheckpoint(write_dir / "checkpoints"),
-        AtomicBackupAndRestore(out / "backup", write=chief),  # after the checkpoint: the backup commits the epoch
+        backup,  # after the checkpoint: the backup commits the epoch
         keras.callbacks.TensorBoard(str(write_dir / "logs")),
     ]
     if verbose is None:
@@ -390,7 +414,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     print(f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
           f"{describe_strategy(strategy)}): {epochs} epoch(s) x {steps_per_epoch} steps")
     fit_clock = _clock()
-    history = model_obj.fit(
+    model_obj.fit(
         task.train,
         # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
         validation_data=task.valid.repeat() if task.valid is not None else None,
@@ -405,8 +429,8 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     fit_cores = cores_busy(fit_clock)
     if not chief:
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
-        return {"train_seconds": round(train_seconds, 1), "loss": history.history["loss"][-1]}
-    atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(history.history, indent=2)))
+        return {"train_seconds": round(train_seconds, 1), "loss": backup.history["loss"][-1]}
+    atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(backup.history, indent=2)))
     fit = {"train_seconds": round(train_seconds, 1), "fit_cores_busy": fit_cores,
            "training_steps": int(model_obj.optimizer.iterations.numpy())}
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
@@ -468,13 +492,17 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3) -> 
     if len(checkpoints) < last:
         raise ValueError(f"{run_dir / 'checkpoints'} holds {len(checkpoints)} checkpoint(s); cannot average the "
                          f"last {last}")
-    if (out / "model.keras").exists():
-        raise ValueError(f"{out} already holds a model.keras; choose another --out")
+    if (out / "model.keras").exists() or (out.exists() and not out.is_dir()):
+        raise ValueError(f"{out} already holds a model.keras or is a file; choose another --out")
     checkpoints = checkpoints[-last:]
     model = load_model(run_dir)
     total = [0.0] * len(model.weights)
     for path in checkpoints:
-        model.load_weights(path)
+        try:
+            model.load_weights(path)
+        except Exception as error:  # h5py and Keras report damaged files in several types
+            raise ValueError(f"{path}: the checkpoint does not load ({str(error)[:120]}); average fewer (--last) "
+                             "or remove it") from None
         total = [t + v.numpy().astype("float64") for t, v in zip(total, model.weights)]
     for variable, summed in zip(model.weights, total):
         variable.assign((summed / len(checkpoints)).astype(variable.dtype))
