@@ -117,6 +117,8 @@ SCHEMA: dict[str, Any] = {
         "loss_scale": {"algorithm": Choice("dynamic", "static", "logmax"), "initial_scale": float,
                        "growth_interval": COUNT, "log_max": float, "beta1": float, "beta2": float,
                        "overflow_std_dev": float, "scale_min": float, "scale_max": float},
+        # a non-finite loss: roll back, lower the learning rate (keras_s2s/training/nonfinite.py)
+        "nonfinite": {"rollbacks": SIZE, "lr_factor": float, "skipped_steps": COUNT},
         "accumulate_steps": COUNT,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
         "steps_per_execution": COUNT,
         "jit_compile": bool,

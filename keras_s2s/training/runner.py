@@ -48,6 +48,7 @@ from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
 from keras_s2s.data.tts import TTS_DATA_KEYS, load_tts_data, normalized_utterances
 from keras_s2s.distribute import describe_strategy, get_strategy, is_chief
 from keras_s2s.training.files import atomic_write, ensure_free_space, variables_bytes, write_results
+from keras_s2s.training.nonfinite import NonFiniteGuard
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
 from keras_s2s.training.tts_eval import evaluate_synthesis
@@ -407,6 +408,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     callbacks = [
         AtomicCheckpoint(write_dir / "checkpoints"),
         backup,  # after the checkpoint: the backup commits the epoch
+        NonFiniteGuard(**card.training.get("nonfinite", {})),  # after the backup: keeps the restored state
         keras.callbacks.TensorBoard(str(write_dir / "logs")),
     ]
     if verbose is None:
