@@ -49,7 +49,7 @@ def test_unknown_model_argument_lists_constructor_arguments(tmp_path):
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda c: c["model"].update({"units": "big"}), "'model.units' must be integer"),
+        (lambda c: c["model"].update({"units": "big"}), "'model.units' must be a whole number of at least 1, got 'big'"),
         (lambda c: c["training"].update({"precision": "fp16"}), "one of 'auto', 'float32'"),
         (lambda c: c["data"].update({"batch_size": 12.5}), "'data.batch_size' must be a whole number of at least 1"),
         (lambda c: c["data"].update({"batch_size": 0}), "'data.batch_size' must be a whole number of at least 1, got 0"),
@@ -81,7 +81,7 @@ def test_overrides_bare_dotted_and_typed():
     assert card.training["precision"] == "float32"
     assert card.training["loss_scale"]["initial_scale"] == 8.0
     assert zoo.get_card("gnmt").model["units"] == 1024  # the card file is untouched
-    with pytest.raises(CardError, match="'model.units' must be integer"):
+    with pytest.raises(CardError, match="'model.units' must be a whole number of at least 1, got 'many'"):
         zoo.get_card("gnmt", units="many")
     with pytest.raises(CardError, match="unknown setting.*did you mean 'units'"):
         zoo.get_card("gnmt", unitz=3)

@@ -176,7 +176,7 @@ def test_an_unreadable_test_file_is_refused_before_training(tmp_path):
     (tmp_path / "5.wav").write_bytes(b"RIFF not really audio")
     for split, rows in (("train", range(4)), ("test", range(4, 6))):
         (tmp_path / f"{split}.csv").write_text("wav_filename,transcript\n" +
-                                             "".join(f"{i}.wav,hello number {i}\n" for i in rows))
+                                             "".join(f"{i}.wav,hello {'abcdef'[i]}\n" for i in rows))
     with pytest.raises(CorpusError, match=r"test: 1 of 2 utterances cannot be read, e\.g\. .*5\.wav \(line 3\): "
                                           "unreadable audio"):
         load_speech_data(str(tmp_path), num_valid=0, batch_size=2)

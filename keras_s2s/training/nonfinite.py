@@ -71,7 +71,7 @@ def lower_learning_rate(optimizer, factor: float) -> bool:
     inner = getattr(optimizer, "inner_optimizer", optimizer)
     variable = _rate_variable(optimizer)
     if variable is not None:
-        variable.assign(float(variable) * factor)
+        variable.assign(float(variable.numpy()) * factor)
         return False
     schedule = keras.saving.deserialize_keras_object(inner.get_config()["learning_rate"])
     if isinstance(schedule, ScaledSchedule):
@@ -106,14 +106,17 @@ class NonFiniteGuard(keras.callbacks.Callback):
         keep_going = [_rate_variable(optimizer), getattr(optimizer, "dynamic_scale", None)]
         return [v for v in [*self.model.weights, *optimizer.variables] if not any(v is k for k in keep_going)]
 
+    def _step(self) -> int:
+        return int(self.model.optimizer.iterations.numpy())  # .numpy(): a MirroredVariable has no __int__
+
     def _keep(self, where: str) -> None:
-        self._good = ([np.array(v.numpy()) for v in self._variables()], int(self.model.optimizer.iterations), where)
+        self._good = ([np.array(v.numpy()) for v in self._variables()], self._step(), where)
 
     def on_train_begin(self, logs=None):
         if self.model.optimizer is not None and not self.model.optimizer.built:
             self.model.optimizer.build(self.model.trainable_variables)
         self._keep("the start of training")
-        self._last_iterations, self._batches_without_update = int(self.model.optimizer.iterations), 0
+        self._last_iterations, self._batches_without_update = self._step(), 0
         self._scaled = hasattr(self.model.optimizer, "dynamic_scale")
         self._batches_per_call = int(getattr(self.model, "steps_per_execution", 1) or 1)
         self._batches_per_update = int(getattr(self.model.optimizer, "accumulate_steps",
@@ -122,7 +125,7 @@ class NonFiniteGuard(keras.callbacks.Callback):
 
     def on_train_batch_end(self, batch, logs=None):
         loss = float((logs or {}).get("loss", 0.0))
-        iterations = int(self.model.optimizer.iterations)
+        iterations = self._step()
         updated, self._last_iterations = iterations != self._last_iterations, iterations
         self._batches_without_update = 0 if updated else self._batches_without_update + self._batches_per_call
         if not self._scaled:
@@ -142,7 +145,7 @@ class NonFiniteGuard(keras.callbacks.Callback):
         values, step, where = self._good
         if self.done >= self.rollbacks:
             raise DivergenceError(
-                f"training diverged at step {int(self.model.optimizer.iterations)} ({what}) after {self.done} "
+                f"training diverged at step {self._step()} ({what}) after {self.done} "
                 f"rollback(s) with the learning rate lowered each time by {self.lr_factor}. Try a lower "
                 "training.learning_rate, more training.warmup_steps, training.clipnorm (e.g. 1.0), or precision "
                 "mixed_bfloat16 / float32 instead of mixed_float16; the run's backup keeps its last good epoch")
@@ -152,8 +155,8 @@ class NonFiniteGuard(keras.callbacks.Callback):
         scale = ""
         if self._scaled:
             optimizer = self.model.optimizer
-            optimizer.dynamic_scale.assign(max(float(optimizer.dynamic_scale) * self.lr_factor, 1.0))
-            scale = f", loss scale now {float(optimizer.dynamic_scale):g}"
+            optimizer.dynamic_scale.assign(max(float(optimizer.dynamic_scale.numpy()) * self.lr_factor, 1.0))
+            scale = f", loss scale now {float(optimizer.dynamic_scale.numpy()):g}"
         self.model.reset_metrics()
         if retrace:
             self.model.make_train_function(force=True)
