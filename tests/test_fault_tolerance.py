@@ -131,10 +131,26 @@ def test_translate_names_bad_input_keeps_blank_lines_and_refuses_a_speech_run(cr
                            env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
     assert piped.returncode == 2 and b"stdin, line 2: not UTF-8 text" in piped.stderr
     (tmp_path / "blank.txt").write_text("the dog sees a cat\n\n   \nthey will run\n")
+    (tmp_path / ".tmp-blank.out").write_text("left by a translate killed with SIGKILL")
     assert main(["translate", "--model", str(out), "--input", str(tmp_path / "blank.txt"),
                  "--output", str(tmp_path / "blank.out")]) == 0
     lines = (tmp_path / "blank.out").read_text().split("\n")
     assert len(lines) == 5 and lines[1] == lines[2] == "" and lines[0] and lines[3], "blank lines stay blank"
+    assert not (tmp_path / ".tmp-blank.out").exists(), "the next run replaces a killed run's temporary file"
+
+
+def test_ctrl_c_offers_to_resume_only_where_a_rerun_resumes(monkeypatch, capsys):
+    import keras_s2s.cli as cli
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "_translate", interrupted)
+    assert main(["translate", "--model", "m"]) == 130
+    assert capsys.readouterr().err.strip() == "keras-s2s: interrupted"
+    monkeypatch.setattr("keras_s2s.training.runner.train", interrupted)
+    assert main(["train", "gnmt"]) == 130
+    assert "run the same command again to resume" in capsys.readouterr().err
 
 
 def test_a_device_that_does_not_exist_is_refused():
