@@ -17,7 +17,7 @@ import os
 import sys
 import time
 
-from keras_s2s.config import PRECISIONS, STRATEGIES, CardError, check_count, parse_override
+from keras_s2s.config import PRECISIONS, STRATEGIES, CardError, check_count, parse_duration, parse_override
 
 
 def _count(minimum: int = 1):
@@ -38,6 +38,15 @@ def _count(minimum: int = 1):
 
 
 COUNT = _count()
+
+
+def _duration(text: str) -> str:
+    """An argparse type: a duration such as 25m, 2h or 1h30m (kept as written, for the card)."""
+    try:
+        parse_duration(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,6 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     group = train.add_mutually_exclusive_group()
     group.add_argument("--epochs", type=COUNT)
     group.add_argument("--steps", type=COUNT, help="total training steps (instead of --epochs)")
+    train.add_argument("--time-limit", type=_duration, metavar="DURATION",
+                       help="stop when this much training time is spent, counted over restarts: 25m, 2h, 1h30m "
+                       "(without --epochs/--steps the run trains until then)")
     train.add_argument("--out", help="run directory (default runs/MODEL); an interrupted run there resumes")
     train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                        help="override a card setting, e.g. --set units=256 --set training.learning_rate=0.002")
@@ -133,6 +145,8 @@ def _overrides(args) -> dict:
         overrides["training.precision"] = args.precision
     if args.strategy:
         overrides["training.strategy"] = args.strategy
+    if getattr(args, "time_limit", None):
+        overrides["training.time_limit"] = args.time_limit
     return overrides
 
 

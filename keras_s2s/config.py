@@ -67,6 +67,13 @@ class Count:
         return f"a whole number of at least {self.minimum}"
 
 
+class Duration:
+    """A time span written with units: `25m`, `2h`, `1h30m`, `90s`, `1.5h` (see `parse_duration`)."""
+
+    def __repr__(self) -> str:
+        return "a duration such as 25m, 2h or 1h30m"
+
+
 COUNT, SIZE = Count(1), Count(0)  # SIZE: 0 allowed (e.g. num_train 0 = all)
 
 SCHEMA: dict[str, Any] = {
@@ -121,6 +128,7 @@ SCHEMA: dict[str, Any] = {
         "nonfinite": {"rollbacks": SIZE, "lr_factor": float, "skipped_steps": COUNT},
         "accumulate_steps": COUNT,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
         "steps_per_execution": COUNT,
+        "time_limit": Optional(Duration()),  # train until this much time is spent (over restarts)
         "jit_compile": bool,
         "seed": int,
         "decode_max_length": COUNT,
@@ -158,6 +166,26 @@ def check_count(name: str, value, minimum: int = 1) -> int:
     if not whole or value != int(value) or value < minimum:
         raise ValueError(f"{name} must be a whole number of at least {minimum}, got {value!r}")
     return int(value)
+
+
+_DURATION_UNITS = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+
+
+def parse_duration(text) -> float:
+    """Seconds in a duration written with units (d, h, m, s); a ValueError for anything else.
+
+    Example:
+        >>> parse_duration("1h30m"), parse_duration("25m"), parse_duration("1.5h")
+        (5400.0, 1500.0, 5400.0)
+    """
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*([dhms])", str(text).strip().lower())
+    rebuilt = "".join(number + unit for number, unit in parts)
+    if not parts or rebuilt != re.sub(r"\s+", "", str(text).strip().lower()):
+        raise ValueError(f"{text!r} is not a duration: write e.g. 25m, 2h, 1h30m or 90s")
+    seconds = sum(float(number) * _DURATION_UNITS[unit] for number, unit in parts)
+    if seconds <= 0:
+        raise ValueError(f"{text!r}: a time limit must be longer than 0")
+    return seconds
 
 
 class CardError(ValueError):
@@ -210,6 +238,12 @@ def _matches(value: Any, kind: Any) -> bool:
         return isinstance(value, (int, float)) and not isinstance(value, bool)
     if kind is int:
         return isinstance(value, int) and not isinstance(value, bool)
+    if isinstance(kind, Duration):
+        try:
+            parse_duration(value)
+            return True
+        except ValueError:
+            return False
     if isinstance(kind, Count):
         return isinstance(value, int) and not isinstance(value, bool) and value >= kind.minimum
     if kind is Any:

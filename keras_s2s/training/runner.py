@@ -38,10 +38,11 @@ from pathlib import Path
 
 import keras
 import sacrebleu
+import tensorflow as tf
 import yaml
 
 from keras_s2s import zoo
-from keras_s2s.config import check_count
+from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.parallel import read_splits, load_parallel_data
 from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
@@ -51,6 +52,7 @@ from keras_s2s.training.files import atomic_write, ensure_free_space, variables_
 from keras_s2s.training.nonfinite import NonFiniteGuard
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
+from keras_s2s.training.time_limit import UNTIL_TIME_EPOCHS, TimeLimit
 from keras_s2s.training.tts_eval import evaluate_synthesis
 
 log = logging.getLogger("keras_s2s")
@@ -85,14 +87,19 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
     training ends normally.
     """
 
-    def __init__(self, backup_dir: str | Path, write: bool = True):
+    def __init__(self, backup_dir: str | Path, write: bool = True, clock=time.perf_counter):
         super().__init__()
         self.backup_dir = Path(backup_dir)
         self.write = write  # False on multi-worker non-chiefs: they restore from the chief's backup only
         self.history = {}  # every epoch's logs, the epochs before a resume included
+        self.clock, self.seconds_before, self._start = clock, 0.0, None
+
+    def seconds_spent(self) -> float:
+        """Seconds spent training, the runs before a resume included (up to their last backup)."""
+        return self.seconds_before + (self.clock() - self._start if self._start is not None else 0.0)
 
     def on_train_begin(self, logs=None):
-        self.history = {}
+        self.history, self.seconds_before, self._start = {}, 0.0, self.clock()
         pointer = self.backup_dir / "latest.json"
         if not pointer.is_file():
             return
@@ -109,6 +116,7 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         except Exception as error:  # h5py and Keras report damaged files in several types
             raise ValueError(f"{weights}: the backup does not load ({str(error)[:120]}); {start_over}") from None
         self.history = latest.get("history", {})
+        self.seconds_before = float(latest.get("train_seconds", 0.0))
         self.model._initial_epoch = epoch
         log.info("resuming from the backup after epoch %d (%s)", epoch, self.backup_dir)
 
@@ -123,7 +131,8 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         name = f"epoch-{epoch + 1:04d}.weights.h5"
         atomic_write(self.backup_dir / name, self.model.save_weights)
         atomic_write(self.backup_dir / "latest.json", lambda p: p.write_text(
-            json.dumps({"epoch": epoch + 1, "weights": name, "history": self.history})))
+            json.dumps({"epoch": epoch + 1, "weights": name, "history": self.history,
+                        "train_seconds": round(self.seconds_spent(), 3)})))
         for old in self.backup_dir.glob("epoch-*.weights.h5"):
             if old.name != name:
                 old.unlink()
@@ -225,6 +234,7 @@ def check_run_dir(out: Path, card) -> None:
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
     current = _flatten(card.to_dict())
+    saved.pop("training.time_limit", None), current.pop("training.time_limit", None)  # a budget may be extended
     changed = [f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
                for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
     if changed and _has_trained(out):
@@ -235,6 +245,11 @@ def check_run_dir(out: Path, card) -> None:
                     out)
         for path in [saved_path, *out.glob("tokenizer.*")]:
             path.unlink()
+
+
+def _train_clock() -> float:
+    """The clock that training time (and a time limit) is measured with; tests replace it."""
+    return time.perf_counter()
 
 
 def _clock() -> tuple[float, float]:
@@ -378,6 +393,9 @@ def train(
     # first: a multi-worker strategy must exist before TensorFlow runs anything
     strategy = get_strategy(card.training["strategy"], devices=devices,
                             time_chunks=card.training.get("time_chunks", 1))
+    if card.training.get("time_limit") and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+        raise ValueError("training.time_limit is not supported with several workers yet (each worker's clock "
+                         "would stop it at another step); give --steps or --epochs")
     if not is_chief(strategy):  # a worker other than the chief writes nothing that lasts
         with tempfile.TemporaryDirectory(prefix="keras-s2s-worker-") as scratch:
             return _train(card, out, Path(scratch), strategy, epochs, steps, verbose)
@@ -400,21 +418,30 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
     task.commit()  # only now: a card that cannot build a model leaves nothing behind
     steps_per_epoch = _steps_per_epoch(card, task.num_train)
+    time_limit = card.training.get("time_limit")
+    length = f"{epochs or card.training['epochs']} epoch(s) x {steps_per_epoch} steps"
+    if time_limit and not (epochs or steps):  # the budget alone bounds the run
+        epochs, length = UNTIL_TIME_EPOCHS, f"until {time_limit} are spent, in epochs of {steps_per_epoch} steps"
+    elif time_limit:
+        length += f", or {time_limit}"
     epochs = epochs or card.training["epochs"]
     if steps:
         epochs = max(1, math.ceil(steps / steps_per_epoch))
         steps_per_epoch = math.ceil(steps / epochs)
-    backup = AtomicBackupAndRestore(out / "backup", write=chief)
+        length = f"{epochs} epoch(s) x {steps_per_epoch} steps" + (f", or {time_limit}" if time_limit else "")
+    backup = AtomicBackupAndRestore(out / "backup", write=chief, clock=_train_clock)
     callbacks = [
         AtomicCheckpoint(write_dir / "checkpoints"),
         backup,  # after the checkpoint: the backup commits the epoch
         NonFiniteGuard(**card.training.get("nonfinite", {})),  # after the backup: keeps the restored state
         keras.callbacks.TensorBoard(str(write_dir / "logs")),
     ]
+    if time_limit:
+        callbacks.insert(2, TimeLimit(parse_duration(time_limit), backup.seconds_spent))
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     print(f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
-          f"{describe_strategy(strategy)}): {epochs} epoch(s) x {steps_per_epoch} steps")
+          f"{describe_strategy(strategy)}): {length}")
     fit_clock = _clock()
     model_obj.fit(
         task.train,
@@ -427,7 +454,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         verbose=verbose,
         shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data.Dataset
     )
-    train_seconds = time.perf_counter() - fit_clock[0]
+    train_seconds = backup.seconds_spent()  # the runs before a resume included
     fit_cores = cores_busy(fit_clock)
     if not chief:
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")

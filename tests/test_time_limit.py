@@ -1,0 +1,120 @@
+"""Training for a time budget, counted over restarts (a fake clock: no test waits for real time)."""
+
+import json
+import logging
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from keras_s2s.cli import main
+from keras_s2s.config import CardError, parse_duration
+from keras_s2s.training.runner import AtomicBackupAndRestore
+from keras_s2s.training.time_limit import TimeLimit, format_duration
+
+
+class FakeClock:
+    """Time that moves only when a batch ends (`Tick`), by `seconds_per_batch`."""
+
+    def __init__(self, seconds_per_batch=1.0):
+        self.now, self.seconds_per_batch = 1000.0, seconds_per_batch
+
+    def __call__(self):
+        return self.now
+
+
+class Tick(keras.callbacks.Callback):
+    def __init__(self, clock):
+        super().__init__()
+        self.clock = clock
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.clock.now += self.clock.seconds_per_batch
+
+
+def test_durations_are_read_and_written_with_units():
+    assert [parse_duration(t) for t in ("25m", "2h", "1h30m", "90s", "1.5h", "1d")] == [
+        1500, 7200, 5400, 90, 5400, 86400]
+    for bad in ("", "10", "abc", "0m", "-5m", "5x"):
+        with pytest.raises(ValueError, match="duration|longer than 0"):
+            parse_duration(bad)
+    assert [format_duration(s) for s in (3900, 750, 45, -3)] == ["1h05m", "12m30s", "45s", "0s"]
+    from keras_s2s import zoo
+
+    assert zoo.get_card("gnmt", **{"training.time_limit": "25m"}).training["time_limit"] == "25m"
+    with pytest.raises(CardError, match="'training.time_limit' must be a duration such as 25m, 2h or 1h30m"):
+        zoo.get_card("gnmt", **{"training.time_limit": "soon"})
+
+
+def fit_for(backup_dir, clock, limit, epochs=5, steps=4):
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    data = tf.data.Dataset.from_tensor_slices((np.ones((8, 3), "float32"), np.ones((8, 1), "float32")))
+    backup = AtomicBackupAndRestore(backup_dir, clock=clock)
+    limiter = TimeLimit(limit, backup.seconds_spent)
+    model.fit(data.batch(2).repeat(), epochs=epochs, steps_per_epoch=steps, verbose=0,
+              callbacks=[Tick(clock), backup, limiter])
+    return model, limiter
+
+
+def test_training_stops_when_the_budget_is_spent_and_a_restart_counts_the_time_before(tmp_path, caplog):
+    clock = FakeClock(seconds_per_batch=10.0)
+    with caplog.at_level(logging.INFO, logger="keras_s2s"):
+        model, limiter = fit_for(tmp_path / "a", clock, limit=55.0)
+    assert limiter.reached and int(model.optimizer.iterations) == 6, "stopped after the step that spent 60 s"
+    assert "time limit of 55s reached" in caplog.text and "40s of the 55s time limit spent, 15s left" in caplog.text
+    model, limiter = fit_for(tmp_path / "b", FakeClock(10.0), limit=1e9)
+    assert not limiter.reached and int(model.optimizer.iterations) == 20, "a budget not reached changes nothing"
+
+    class Crash(keras.callbacks.Callback):
+        def on_epoch_end(self, epoch, logs=None):
+            if epoch == 1:
+                raise KeyboardInterrupt  # killed after two epochs (80 s), their backup committed
+
+    clock = FakeClock(10.0)
+    keras.utils.set_random_seed(0)
+    crashed = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    crashed.compile(optimizer="adam", loss="mse")
+    data = tf.data.Dataset.from_tensor_slices((np.ones((8, 3), "float32"), np.ones((8, 1), "float32")))
+    backup = AtomicBackupAndRestore(tmp_path / "c", clock=clock)
+    with pytest.raises(KeyboardInterrupt):
+        crashed.fit(data.batch(2).repeat(), epochs=5, steps_per_epoch=4, verbose=0,
+                    callbacks=[Tick(clock), backup, TimeLimit(100.0, backup.seconds_spent), Crash()])
+    assert json.loads((tmp_path / "c" / "latest.json").read_text())["train_seconds"] == 80.0
+    clock.now += 3600  # the restart comes an hour later: the pause is not training time
+    model, limiter = fit_for(tmp_path / "c", clock, limit=100.0)
+    assert limiter.reached and int(model.optimizer.iterations) == 8 + 2, "80 s before the crash + 2 steps"
+
+
+TINY = ["--set", "units=16", "--set", "num_layers=2", "--set", "num_train=300", "--set", "num_valid=16",
+        "--set", "num_test=8", "--set", "vocab_size=300", "--set", "batch_size=16", "--set", "max_length=48",
+        "--set", "decode_max_length=20", "--precision", "float32", "--set", "steps_per_epoch=2"]
+
+
+def test_train_with_a_time_limit_and_no_step_count_trains_until_the_budget_is_spent(tmp_path, capsys, monkeypatch):
+    from keras_s2s.training import runner
+
+    clock = {"now": 0.0}
+
+    def ticking():  # every reading of the training clock moves it on by a second
+        clock["now"] += 1.0
+        return clock["now"]
+
+    monkeypatch.setattr(runner, "_train_clock", ticking)
+    out = tmp_path / "run"
+    assert main(["train", "gnmt", "--data", "demo", "--time-limit", "12s", "--out", str(out), *TINY]) == 0
+    printed = capsys.readouterr().out
+    assert "until 12s are spent, in epochs of 2 steps" in printed and "held-out BLEU" in printed
+    metadata = json.loads((out / "preset" / "metadata.json").read_text())
+    assert 2 <= metadata["training_steps"] < 12 and metadata["card"]["training"]["time_limit"] == "12s"
+    assert metadata["train_seconds"] >= 12
+
+
+def test_a_bad_time_limit_is_refused_before_anything_runs(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(["train", "gnmt", "--time-limit", "10"])
+    assert exit_.value.code == 2 and "'10' is not a duration" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir())
