@@ -122,7 +122,9 @@ def _parser() -> argparse.ArgumentParser:
 
     average = commands.add_parser("average", help="average the last N epoch checkpoints of a run")
     average.add_argument("--model", required=True, help="run directory written by `train`")
-    average.add_argument("--last", type=COUNT, default=3, help="how many of the latest checkpoints (default 3)")
+    picked = average.add_mutually_exclusive_group()
+    picked.add_argument("--last", type=COUNT, default=3, help="how many of the latest checkpoints (default 3)")
+    picked.add_argument("--best", type=COUNT, help="the N checkpoints with the best validation score instead")
     average.add_argument("--out", required=True, help="new run directory for the averaged model")
     return parser
 
@@ -343,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "average":
             from keras_s2s.training.runner import average_checkpoints
 
-            average_checkpoints(args.model, args.out, last=args.last)
+            average_checkpoints(args.model, args.out, last=args.last, best=args.best)
         else:
             _translate(args)
     except (CardError, FileNotFoundError, ValueError) as exc:

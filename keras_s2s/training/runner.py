@@ -37,7 +37,6 @@ import zipfile
 from pathlib import Path
 
 import keras
-import sacrebleu
 import tensorflow as tf
 import yaml
 
@@ -53,6 +52,7 @@ from keras_s2s.training.nonfinite import NonFiniteGuard
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
 from keras_s2s.training.time_limit import UNTIL_TIME_EPOCHS, TimeLimit
+from keras_s2s.training.validation import BestCheckpoint, read_scores, score
 from keras_s2s.training.tts_eval import evaluate_synthesis
 
 log = logging.getLogger("keras_s2s")
@@ -154,17 +154,6 @@ def load_model(run_dir: str | Path) -> keras.Model:
         return keras.saving.load_model(path)
     except (zipfile.BadZipFile, OSError, EOFError, KeyError) as error:
         raise ValueError(f"{path}: the model does not load ({str(error)[:160]})") from None
-
-
-def score(hypotheses: list[str], references: list[str]) -> dict:
-    """sacreBLEU and chrF of detokenized text, with the BLEU signature."""
-    bleu = sacrebleu.metrics.BLEU()
-    chrf = sacrebleu.metrics.CHRF()
-    return {
-        "bleu": round(bleu.corpus_score(hypotheses, [references]).score, 2),
-        "chrf": round(chrf.corpus_score(hypotheses, [references]).score, 2),
-        "bleu_signature": str(bleu.get_signature()),
-    }
 
 
 def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, demo=None, samples: int = 3,
@@ -286,6 +275,7 @@ class PreparedTask:
     build_kwargs: dict
     evaluate: object  # model -> results dict
     commit: object  # () -> None: writes the card and the tokenizer, once the model is built
+    valid_pairs: list | None = None  # (source, reference) dev pairs: validation BLEU while training
 
 
 def _write_card(out: Path, card) -> None:
@@ -323,7 +313,8 @@ def prepare_text(card, out: Path, policy: str, strategy) -> PreparedTask:
             save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
 
     return PreparedTask(corpus.train, corpus.valid, len(corpus.train_pairs), {"tokenizer": corpus.tokenizer},
-                        lambda model: evaluate(model, corpus.test_pairs, out, demo=corpus.demo), commit)
+                        lambda model: evaluate(model, corpus.test_pairs, out, demo=corpus.demo), commit,
+                        corpus.valid_pairs)
 
 
 def _prepare_audio(card, out: Path, strategy, load, data_keys: tuple, evaluate_fn, **load_args) -> PreparedTask:
@@ -402,6 +393,15 @@ def train(
     return _train(card, out, out, strategy, epochs, steps, verbose)
 
 
+def _best_checkpoint(card, task: PreparedTask, directory: Path, chief: bool) -> BestCheckpoint | None:
+    """The card's validation (BLEU for translation, the validation loss otherwise); None without a dev split."""
+    settings = dict(card.training.get("validation", {}))
+    settings.setdefault("metric", "bleu" if task.valid_pairs else "loss")
+    if task.valid is None and not task.valid_pairs:
+        return None
+    return BestCheckpoint(directory, pairs=task.valid_pairs, write=chief, **settings)
+
+
 def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -> dict:
     """Train in `write_dir` (the run directory, or a non-chief worker's scratch folder); every worker
     resumes from the chief's backup in `out`."""
@@ -438,6 +438,9 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     ]
     if time_limit:
         callbacks.insert(2, TimeLimit(parse_duration(time_limit), backup.seconds_spent))
+    best = _best_checkpoint(card, task, write_dir / "checkpoints", chief)
+    if best is not None:
+        callbacks.insert(1, best)  # before the backup: an epoch's backup holds its score
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
     print(f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
@@ -462,6 +465,8 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(backup.history, indent=2)))
     fit = {"train_seconds": round(train_seconds, 1), "fit_cores_busy": fit_cores,
            "training_steps": int(model_obj.optimizer.iterations.numpy())}
+    if best is not None:
+        fit["best_epoch"] = best.restore_best(model_obj)
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
     atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
     print(f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
@@ -479,7 +484,7 @@ def _finish(card, out: Path, task: PreparedTask, run_clock) -> dict:
 
 def _evaluate_and_save_preset(card, out: Path, task: PreparedTask, model_obj, fit: dict, run_clock) -> dict:
     result = task.evaluate(model_obj)
-    result.update({key: fit[key] for key in ("train_seconds", "fit_cores_busy") if key in fit},
+    result.update({key: fit[key] for key in ("train_seconds", "fit_cores_busy", "best_epoch") if key in fit},
                   run_cores_busy=cores_busy(run_clock))
     model_obj.save_to_preset(out / "preset", metadata={
         "card": card.to_dict(), "training_steps": fit.get("training_steps"),
@@ -508,22 +513,33 @@ def evaluate_run(run_dir: str | Path, data: str | None = None, beam_width: int =
                     length_penalty=length_penalty, coverage_penalty=coverage_penalty)
 
 
-def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3) -> list[Path]:
-    """Average the weights of the last `last` epoch checkpoints of a run into a new run directory.
+def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3, best: int | None = None) -> list[Path]:
+    """Average the weights of the last `last` (or the `best` by validation score) epoch checkpoints of a
+    run into a new run directory.
 
     `out` gets the run's card and tokenizer and the averaged `model.keras`,
     so `keras-s2s evaluate --model OUT` and `translate` work on it.
     Returns the checkpoints that were averaged.
     """
-    check_count("last", last)
+    count = check_count("best" if best is not None else "last", best if best is not None else last)
     run_dir, out = Path(run_dir), Path(out)
-    checkpoints = sorted((run_dir / "checkpoints").glob("epoch-*.weights.h5"))
-    if len(checkpoints) < last:
-        raise ValueError(f"{run_dir / 'checkpoints'} holds {len(checkpoints)} checkpoint(s); cannot average the "
-                         f"last {last}")
+    folder = run_dir / "checkpoints"
+    checkpoints = sorted(folder.glob("epoch-*.weights.h5"))
+    if len(checkpoints) < count:
+        raise ValueError(f"{folder} holds {len(checkpoints)} checkpoint(s); cannot average the "
+                         f"{'best' if best is not None else 'last'} {count}")
     if (out / "model.keras").exists() or (out.exists() and not out.is_dir()):
         raise ValueError(f"{out} already holds a model.keras or is a file; choose another --out")
-    checkpoints = checkpoints[-last:]
+    if best is None:
+        checkpoints = checkpoints[-last:]
+    else:
+        scores = read_scores(folder)
+        epoch_of = lambda path: int(path.name.split("-")[1].split(".")[0])  # noqa: E731  epoch-012.weights.h5
+        scored = [path for path in checkpoints if epoch_of(path) in scores]
+        if len(scored) < best:
+            raise ValueError(f"{folder / 'best.json'} scores {len(scored)} of the checkpoints; cannot pick the "
+                             f"best {best} (runs scored while training have one)")
+        checkpoints = sorted(sorted(scored, key=lambda path: -scores[epoch_of(path)])[:best])
     model = load_model(run_dir)
     total = [0.0] * len(model.weights)
     for path in checkpoints:

@@ -1,0 +1,128 @@
+"""Validation while training: BLEU on the dev split after every epoch, the best checkpoint, early stop.
+
+`BestCheckpoint` scores each epoch (greedy BLEU or chrF of up to `sentences`
+dev pairs for a translation model; the validation loss for any model), adds
+the score to the epoch's logs (so the progress line, `history.json` and
+TensorBoard show `val_bleu` / `val_chrf`), keeps the best epoch's weights in
+`checkpoints/best.weights.h5` and the scores of every epoch in
+`checkpoints/best.json` (so a resumed run, and `keras-s2s average --best N`,
+know them), and stops training after `patience` epochs without a gain. The
+runner finishes with the best weights.
+
+Card settings (`training.validation`): `metric` (`bleu`, default for
+translation; `chrf`; `loss`, the default elsewhere), `patience` (0 = never
+stop early), `sentences` (dev pairs decoded, default 500).
+
+Example:
+    >>> best = BestCheckpoint("runs/x/checkpoints", pairs=corpus.valid_pairs, patience=3)
+    >>> model.fit(data, epochs=20, validation_data=valid, callbacks=[best]); best.restore_best(model)
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+
+import keras
+import sacrebleu
+
+from keras_s2s.training.files import atomic_write
+
+log = logging.getLogger("keras_s2s")
+METRICS = ("bleu", "chrf", "loss")
+BEST_WEIGHTS, BEST_STATE = "best.weights.h5", "best.json"
+
+
+def score(hypotheses: list[str], references: list[str]) -> dict:
+    """sacreBLEU and chrF of detokenized text, with the BLEU signature."""
+    bleu = sacrebleu.metrics.BLEU()
+    chrf = sacrebleu.metrics.CHRF()
+    return {
+        "bleu": round(bleu.corpus_score(hypotheses, [references]).score, 2),
+        "chrf": round(chrf.corpus_score(hypotheses, [references]).score, 2),
+        "bleu_signature": str(bleu.get_signature()),
+    }
+
+
+def read_scores(directory: str | Path) -> dict[int, float]:
+    """{epoch: validation score} of a run's checkpoints folder ({} when it kept none); higher is better."""
+    path = Path(directory) / BEST_STATE
+    if not path.is_file():
+        return {}
+    state = json.loads(path.read_text())
+    sign = -1.0 if state["metric"] == "loss" else 1.0
+    return {int(epoch): sign * value for epoch, value in state["scores"].items()}
+
+
+class BestCheckpoint(keras.callbacks.Callback):
+    """Score every epoch on the dev split, keep the best weights, stop after `patience` epochs without gain.
+
+    Args:
+        directory: str | Path. Where `best.weights.h5` and `best.json` go (the run's checkpoints folder).
+        pairs: list | None. (source, reference) dev pairs; needed for `bleu` and `chrf`.
+        metric: str. `bleu`, `chrf` or `loss` (the validation loss, lower is better).
+        patience: int. Epochs without a gain before training stops (0 = never).
+        sentences: int. Dev pairs decoded per evaluation (the first ones: the same every epoch).
+        write: bool. False on multi-worker non-chiefs (they score, but the chief writes).
+    """
+
+    def __init__(self, directory, pairs=None, metric: str = "bleu", patience: int = 0, sentences: int = 500,
+                 write: bool = True):
+        super().__init__()
+        if metric not in METRICS:
+            raise ValueError(f"training.validation.metric must be one of {', '.join(METRICS)}, got {metric!r}")
+        if metric != "loss" and not pairs:
+            raise ValueError(f"training.validation.metric {metric!r} needs dev pairs (a translation model with a "
+                             "validation split); use metric: loss")
+        self.directory, self.metric, self.patience, self.write = Path(directory), metric, int(patience), write
+        self.pairs = list(pairs or [])[:sentences]
+        self.scores, self.best_epoch = {}, None
+
+    def _better(self, value: float, best: float) -> bool:
+        return value < best if self.metric == "loss" else value > best
+
+    def on_train_begin(self, logs=None):
+        path = self.directory / BEST_STATE
+        if path.is_file():  # a resumed run: its earlier epochs' scores still count
+            state = json.loads(path.read_text())
+            if state.get("metric") == self.metric:
+                self.scores = {int(e): v for e, v in state["scores"].items()}
+                self.best_epoch = state.get("best_epoch")
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs if logs is not None else {}
+        if self.metric == "loss":
+            if "val_loss" not in logs:
+                return
+            value = float(logs["val_loss"])
+        else:
+            sources, references = zip(*self.pairs)
+            result = score(self.model.translate(list(sources)), list(references))
+            logs.update(val_bleu=result["bleu"], val_chrf=result["chrf"])
+            value = result[self.metric]
+        epoch += 1
+        self.scores[epoch] = value
+        if self.best_epoch is None or self._better(value, self.scores[self.best_epoch]):
+            self.best_epoch = epoch
+            if self.write:
+                self.directory.mkdir(parents=True, exist_ok=True)
+                atomic_write(self.directory / BEST_WEIGHTS, self.model.save_weights)
+        if self.write:
+            state = {"metric": self.metric, "best_epoch": self.best_epoch, "scores": self.scores}
+            atomic_write(self.directory / BEST_STATE, lambda p: p.write_text(json.dumps(state, indent=1)))
+        best = self.scores[self.best_epoch]
+        log.info("validation %s %.2f after epoch %d (best %.2f, epoch %d)", self.metric, value, epoch, best,
+                 self.best_epoch)
+        if self.patience and epoch - self.best_epoch >= self.patience:
+            self.model.stop_training = True
+            log.info("no validation gain in %d epoch(s): stopping early", self.patience)
+
+    def restore_best(self, model) -> int | None:
+        """Load the best epoch's weights into `model` (nothing when this epoch is the best); its epoch."""
+        path = self.directory / BEST_WEIGHTS
+        if self.best_epoch is not None and self.best_epoch != max(self.scores) and path.is_file():
+            model.load_weights(path)
+            log.info("finishing with the best weights: epoch %d, validation %s %.2f", self.best_epoch,
+                     self.metric, self.scores[self.best_epoch])
+        return self.best_epoch
