@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from keras_s2s.cli import main
-from keras_s2s.training.runner import AtomicBackupAndRestore
+from keras_s2s.training.backup import AtomicBackupAndRestore
 
 
 def tiny_model():
@@ -32,7 +32,7 @@ def test_backups_commit_atomically_and_restore_weights_optimizer_and_epoch(tmp_p
     backup.on_epoch_end(1)  # as fit would after its second epoch
     saved = [w.numpy().copy() for w in model.weights]
     assert json.loads((tmp_path / "backup" / "latest.json").read_text()) == {
-        "epoch": 2, "weights": "epoch-0002.weights.h5", "history": {}}
+        "epoch": 2, "weights": "epoch-0002.weights.h5", "history": {}, "train_seconds": 0.0}
     # a crash while writing the next backup: a half-written file, the pointer not yet moved
     (tmp_path / "backup" / ".tmp-epoch-0003.weights.h5").write_bytes(b"\x89HDF half")
     (tmp_path / "backup" / "epoch-0003.weights.h5").write_bytes(b"not an h5 file")

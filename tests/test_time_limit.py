@@ -10,7 +10,7 @@ import tensorflow as tf
 
 from keras_s2s.cli import main
 from keras_s2s.config import CardError, parse_duration
-from keras_s2s.training.runner import AtomicBackupAndRestore
+from keras_s2s.training.backup import AtomicBackupAndRestore
 from keras_s2s.training.time_limit import TimeLimit, format_duration
 
 

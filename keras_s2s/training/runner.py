@@ -29,7 +29,6 @@ import json
 import logging
 import math
 import os
-import shutil
 import sys
 import tempfile
 import time
@@ -47,7 +46,8 @@ from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speec
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
 from keras_s2s.data.tts import TTS_DATA_KEYS, load_tts_data, normalized_utterances
 from keras_s2s.distribute import describe_strategy, get_strategy, is_chief
-from keras_s2s.training.files import atomic_write, ensure_free_space, variables_bytes, write_results
+from keras_s2s.training.backup import AtomicBackupAndRestore, AtomicCheckpoint
+from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.nonfinite import NonFiniteGuard
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
@@ -57,89 +57,6 @@ from keras_s2s.training.tts_eval import evaluate_synthesis
 
 log = logging.getLogger("keras_s2s")
 FIT_FILE = "fit.json"  # how long training took, how many steps: kept for the preset of a run finished later
-
-
-class AtomicCheckpoint(keras.callbacks.Callback):
-    """Save weights to `directory/epoch-NNN.weights.h5` after every epoch, atomically.
-
-    A crash while saving leaves the previous checkpoints intact and no partial file.
-    """
-
-    def __init__(self, directory: str | Path):
-        super().__init__()
-        self.directory = Path(directory)
-
-    def on_epoch_end(self, epoch, logs=None):
-        self.directory.mkdir(parents=True, exist_ok=True)
-        ensure_free_space(self.directory, variables_bytes(self.model.weights))
-        atomic_write(self.directory / f"epoch-{epoch + 1:03d}.weights.h5", self.model.save_weights)
-
-
-class AtomicBackupAndRestore(keras.callbacks.Callback):
-    """Back up weights, optimizer state and the epoch count after every epoch; restore them at the start.
-
-    Like `keras.callbacks.BackupAndRestore`, but each backup commits atomically:
-    the weights go to a new `epoch-NNNN.weights.h5` (written to a temporary
-    name, then renamed), then `latest.json` is replaced to point at it, then
-    older backups are removed. A crash at any moment leaves `latest.json`
-    naming a complete file whose epoch count matches its weights, so a resumed
-    run neither repeats nor skips a step. The backup folder is removed when
-    training ends normally.
-    """
-
-    def __init__(self, backup_dir: str | Path, write: bool = True, clock=time.perf_counter):
-        super().__init__()
-        self.backup_dir = Path(backup_dir)
-        self.write = write  # False on multi-worker non-chiefs: they restore from the chief's backup only
-        self.history = {}  # every epoch's logs, the epochs before a resume included
-        self.clock, self.seconds_before, self._start = clock, 0.0, None
-
-    def seconds_spent(self) -> float:
-        """Seconds spent training, the runs before a resume included (up to their last backup)."""
-        return self.seconds_before + (self.clock() - self._start if self._start is not None else 0.0)
-
-    def on_train_begin(self, logs=None):
-        self.history, self.seconds_before, self._start = {}, 0.0, self.clock()
-        pointer = self.backup_dir / "latest.json"
-        if not pointer.is_file():
-            return
-        start_over = f"remove {self.backup_dir} to train again from the start"
-        try:
-            latest = json.loads(pointer.read_text())
-            epoch, weights = int(latest["epoch"]), self.backup_dir / latest["weights"]
-        except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{pointer}: not a readable backup pointer ({str(error)[:80]}); {start_over}") from None
-        if self.model.optimizer is not None and not self.model.optimizer.built:
-            self.model.optimizer.build(self.model.trainable_variables)
-        try:
-            self.model.load_weights(weights)
-        except Exception as error:  # h5py and Keras report damaged files in several types
-            raise ValueError(f"{weights}: the backup does not load ({str(error)[:120]}); {start_over}") from None
-        self.history = latest.get("history", {})
-        self.seconds_before = float(latest.get("train_seconds", 0.0))
-        self.model._initial_epoch = epoch
-        log.info("resuming from the backup after epoch %d (%s)", epoch, self.backup_dir)
-
-    def on_epoch_end(self, epoch, logs=None):
-        for key, value in (logs or {}).items():
-            self.history.setdefault(key, []).append(float(value))
-        if not self.write:
-            return
-        self.backup_dir.mkdir(parents=True, exist_ok=True)
-        optimizer = self.model.optimizer.variables if self.model.optimizer is not None else []
-        ensure_free_space(self.backup_dir, variables_bytes([*self.model.weights, *optimizer]))
-        name = f"epoch-{epoch + 1:04d}.weights.h5"
-        atomic_write(self.backup_dir / name, self.model.save_weights)
-        atomic_write(self.backup_dir / "latest.json", lambda p: p.write_text(
-            json.dumps({"epoch": epoch + 1, "weights": name, "history": self.history,
-                        "train_seconds": round(self.seconds_spent(), 3)})))
-        for old in self.backup_dir.glob("epoch-*.weights.h5"):
-            if old.name != name:
-                old.unlink()
-
-    def on_train_end(self, logs=None):
-        if self.write:
-            shutil.rmtree(self.backup_dir, ignore_errors=True)
 
 
 def load_model(run_dir: str | Path) -> keras.Model:
