@@ -175,6 +175,8 @@ def test_an_unknown_preset_name_lists_the_cards_presets():
         zoo.load("gnmt", weights="demo")
     with pytest.raises(PresetError, match="its presets: demo"):
         zoo.load("convs2s", weights="dem")
+    with pytest.raises(PresetError, match=r"models with presets: .*convs2s \(demo\).*jasper \(demo\)"):
+        zoo.load("gnmt", weights="demo")
 
 
 def test_truncated_and_malicious_archives_are_refused(tmp_path, home):

@@ -201,8 +201,10 @@ def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
     entry = card.presets.get(weights)
     if not entry and "://" not in weights and not weights.startswith("package:") and not Path(weights).exists():
         known = ", ".join(sorted(card.presets)) or "none"
+        shipping = ", ".join(f"{name} ({', '.join(sorted(get_card(name).presets))})" for name in list_models()
+                             if get_card(name).presets)
         raise PresetError(f"{weights}: not a preset of {card.name} (its presets: {known}) and no such preset "
-                          "directory or archive")
+                          f"directory or archive; models with presets: {shipping}")
     policy, strategy, scope = _precision_and_scope(card, strategy)
     if isinstance(strategy, HybridParallel):
         raise CardError(f"{card.path}: a preset loads unplaced; for hybrid training copy its weights into a "
