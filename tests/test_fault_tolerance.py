@@ -158,3 +158,14 @@ def test_a_device_that_does_not_exist_is_refused():
 
     with pytest.raises(ValueError, match="device '/gpu:3' does not exist here; this process has /device:CPU:0"):
         get_strategy("mirrored", devices=["/gpu:3"])
+
+
+def test_the_free_space_check_expects_what_save_weights_writes(tmp_path):
+    from keras_s2s.training.files import weights_file_bytes
+
+    model = keras.Sequential([keras.Input((300,)), keras.layers.Dense(300)])
+    model.compile(optimizer="adam", loss="mse")
+    model.fit(np.ones((4, 300), "float32"), np.ones((4, 300), "float32"), verbose=0)  # the optimizer's slots exist
+    model.save_weights(tmp_path / "w.weights.h5")
+    written = (tmp_path / "w.weights.h5").stat().st_size
+    assert 0.9 * written < weights_file_bytes(model) < 1.1 * written, "weights and Adam's two moments"

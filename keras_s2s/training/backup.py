@@ -15,7 +15,7 @@ from pathlib import Path
 
 import keras
 
-from keras_s2s.training.files import atomic_write, ensure_free_space, variables_bytes
+from keras_s2s.training.files import atomic_write, ensure_free_space, weights_file_bytes
 
 log = logging.getLogger("keras_s2s")
 
@@ -32,7 +32,7 @@ class AtomicCheckpoint(keras.callbacks.Callback):
 
     def on_epoch_end(self, epoch, logs=None):
         self.directory.mkdir(parents=True, exist_ok=True)
-        ensure_free_space(self.directory, variables_bytes(self.model.weights))
+        ensure_free_space(self.directory, weights_file_bytes(self.model))
         atomic_write(self.directory / f"epoch-{epoch + 1:03d}.weights.h5", self.model.save_weights)
 
 
@@ -87,8 +87,7 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         if not self.write:
             return
         self.backup_dir.mkdir(parents=True, exist_ok=True)
-        optimizer = self.model.optimizer.variables if self.model.optimizer is not None else []
-        ensure_free_space(self.backup_dir, variables_bytes([*self.model.weights, *optimizer]))
+        ensure_free_space(self.backup_dir, weights_file_bytes(self.model))
         name = f"epoch-{epoch + 1:04d}.weights.h5"
         atomic_write(self.backup_dir / name, self.model.save_weights)
         atomic_write(self.backup_dir / "latest.json", lambda p: p.write_text(

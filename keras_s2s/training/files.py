@@ -32,6 +32,13 @@ def variables_bytes(variables) -> int:
     return sum(math.prod(v.shape) * _itemsize(str(v.dtype)) for v in variables)
 
 
+def weights_file_bytes(model) -> int:
+    """About how many bytes `model.save_weights` writes: the weights and, once compiled, the optimizer's
+    variables (Keras saves both)."""
+    optimizer = getattr(model, "optimizer", None)
+    return variables_bytes([*model.weights, *(optimizer.variables if optimizer is not None else [])])
+
+
 def _itemsize(dtype: str) -> int:
     """Bytes per element of a dtype name: float32 -> 4, bfloat16 -> 2, int64 -> 8, bool -> 1."""
     bits = re.search(r"\d+", dtype)
@@ -43,7 +50,7 @@ def ensure_free_space(directory: Path, needed_bytes: int) -> None:
     checkpoint is never started on a disk it cannot fit on (HDF5 can crash the process there).
 
     Example:
-        >>> ensure_free_space(Path("runs/x"), variables_bytes(model.weights))
+        >>> ensure_free_space(Path("runs/x"), weights_file_bytes(model))
     """
     free, needed = shutil.disk_usage(directory).free, int(needed_bytes * 1.05) + 2**20
     if free < needed:

@@ -27,7 +27,7 @@ from pathlib import Path
 import keras
 import sacrebleu
 
-from keras_s2s.training.files import atomic_write, ensure_free_space, variables_bytes
+from keras_s2s.training.files import atomic_write, ensure_free_space, weights_file_bytes
 
 log = logging.getLogger("keras_s2s")
 METRICS = ("bleu", "chrf", "loss")
@@ -107,7 +107,7 @@ class BestCheckpoint(keras.callbacks.Callback):
             self.best_epoch = epoch
             if self.write:
                 self.directory.mkdir(parents=True, exist_ok=True)
-                ensure_free_space(self.directory, variables_bytes(self.model.weights))
+                ensure_free_space(self.directory, weights_file_bytes(self.model))
                 atomic_write(self.directory / BEST_WEIGHTS, self.model.save_weights)
         if self.write:
             state = {"metric": self.metric, "best_epoch": self.best_epoch, "scores": self.scores}
