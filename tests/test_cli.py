@@ -89,7 +89,8 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert "held-out BLEU" in printed and "dictionary baseline BLEU" in printed and "reference:" in printed
     for name in ("model.keras", "card.yaml", "tokenizer.model", "eval.json", "hypotheses.txt", "history.json"):
         assert (out / name).is_file(), name
-    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["epoch-001.weights.h5"]
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["best.json", "best.weights.h5",
+                                                                      "epoch-001.weights.h5"]
     assert not list(out.rglob(".tmp-*")), "no temporary files are left behind"
     assert any((out / "logs").rglob("*tfevents*")), "TensorBoard logs"
     assert not (out / "backup").exists(), "the backup is removed after a finished run"
@@ -272,7 +273,7 @@ def test_mirrored_training_over_several_epochs_and_checkpoint_averaging(tmp_path
     assert "2 replica(s)" in capsys.readouterr().out
     model = load_model(out)
     per_epoch = []
-    for path in sorted((out / "checkpoints").iterdir())[1:]:
+    for path in sorted((out / "checkpoints").glob("epoch-*.weights.h5"))[1:]:
         model.load_weights(path)
         per_epoch.append([w.numpy() for w in model.weights])
     average_checkpoints(out, tmp_path / "avg", last=2)
