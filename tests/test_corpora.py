@@ -126,7 +126,9 @@ def test_over_long_sentences_are_dropped_and_counted(tmp_path, caplog):
     with caplog.at_level(logging.INFO, logger="keras_s2s"):
         load_parallel_data(str(tmp_path / "c.tsv"), tokenization="pretokenized", max_length=20,
                            num_valid=0, num_test=0)
-    assert "dropped 3 of 53 sentence pairs longer than 20 tokens" in caplog.text
+    assert "dropped 3 of 53 sentence pairs longer than 20 tokens (5.7%, more than 1%): --set max_length=88 " \
+        "keeps 99% of them" in caplog.text
+    assert any(record.levelname == "WARNING" for record in caplog.records), "more than 1% is said loudly"
     with pytest.raises(ValueError, match="no sentence pair is shorter than max_length=2 tokens"):
         load_parallel_data(str(tmp_path / "c.tsv"), tokenization="pretokenized", max_length=2,
                            num_valid=0, num_test=0)

@@ -38,7 +38,13 @@ def encode_pairs(sources, targets, tokenizer, max_length: int):
     tgt_ids = tokenizer.target.tokenize(targets)
     kept = [(s + [EOS_ID], t) for s, t in zip(src_ids, tgt_ids) if len(s) < max_length and len(t) < max_length]
     dropped = len(src_ids) - len(kept)
-    if dropped:
+    if dropped and dropped > 0.01 * len(src_ids):  # more than 1%: said loudly, with the length that would fit
+        longest = sorted(max(len(s), len(t)) for s, t in zip(src_ids, tgt_ids))
+        fits = -(-(longest[min(len(longest) - 1, int(0.99 * len(longest)))] + 1) // 8) * 8
+        log.warning("dropped %d of %d sentence pairs longer than %d tokens (%.1f%%, more than 1%%): "
+                    "--set max_length=%d keeps 99%% of them", dropped, len(src_ids), max_length,
+                    100 * dropped / len(src_ids), fits)
+    elif dropped:
         log.info("dropped %d of %d sentence pairs longer than %d tokens", dropped, len(src_ids), max_length)
     if not kept:
         raise ValueError(f"no sentence pair is shorter than max_length={max_length} tokens")
