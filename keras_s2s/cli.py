@@ -203,7 +203,11 @@ def _translate(args) -> None:
     if not isinstance(model, Seq2SeqLM):
         raise ValueError(f"{args.model} holds a {type(model).__name__}, not a translation model")
     source = open(args.input, "rb") if args.input else sys.stdin.buffer
-    total = sum(1 for _ in open(args.input, "rb")) if args.input else None
+    if args.input:
+        with open(args.input, "rb") as counted:
+            total = sum(1 for _ in counted)
+    else:
+        total = None
     progress = _Progress(total, enabled=bool(args.output) or sys.stderr.isatty())
     options = dict(batch_size=args.batch_size, beam_width=args.beam_width, length_penalty=args.length_penalty,
                    coverage_penalty=args.coverage_penalty, progress=progress)

@@ -21,7 +21,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import http.client
 import json
@@ -260,27 +259,31 @@ def _preset_root(folder: Path) -> Path:
 
 def fetch_preset(source: str, sha256: str | None = None) -> Path:
     """A local preset directory for `source`: a directory, or an archive URL (downloaded, verified, unpacked)."""
+    return _use_preset(source, sha256, lambda directory: directory)
+
+
+def load_preset(source: str, sha256: str | None = None) -> keras.Model:
+    """The model of a preset directory or archive URL (see `fetch_preset`)."""
+    return _use_preset(source, sha256, load_preset_directory)
+
+
+def _use_preset(source: str, sha256: str | None, use):
+    """`use(preset directory)` for a directory or an archive URL; a download that does not unpack, or that
+    `use` finds broken (a `PresetError`), is removed from the cache, so the next run fetches it afresh."""
     if "://" not in source and not source.startswith("package:"):
         path = Path(source)
         if not path.exists():
             raise PresetError(f"{source}: no such preset directory or archive")
         if path.is_dir():
-            return path
+            return use(path)
         source = path.resolve().as_uri()
     archive = download(source, sha256)
     unpacked = home() / "presets" / "unpacked" / ((sha256 or sha256_of(archive))[:16])
-    with _discarded_on_failure(source, archive, unpacked):
+    try:
         if not (unpacked / ".complete").exists():
             extract(archive, unpacked)
             (unpacked / ".complete").touch()
-        return _preset_root(unpacked)
-
-
-@contextlib.contextmanager
-def _discarded_on_failure(source: str, archive: Path, unpacked: Path):
-    """A download that does not unpack or load is removed from the cache, so the next run fetches it afresh."""
-    try:
-        yield
+        return use(_preset_root(unpacked))
     except PresetError as error:
         if urllib.parse.urlparse(source).scheme not in ("http", "https"):
             raise  # the user's own file or a shipped one: never deleted
@@ -288,16 +291,6 @@ def _discarded_on_failure(source: str, archive: Path, unpacked: Path):
         archive.unlink(missing_ok=True)
         raise PresetError(f"{error}; the cached download {archive} was removed, so the next run downloads "
                           f"{source} afresh") from None
-
-
-def load_preset(source: str, sha256: str | None = None) -> keras.Model:
-    """The model of a preset directory or archive URL (see `fetch_preset`)."""
-    directory = fetch_preset(source, sha256)
-    if urllib.parse.urlparse(source).scheme not in ("http", "https"):
-        return load_preset_directory(directory)
-    unpacked = directory if (directory / ".complete").exists() else directory.parent
-    with _discarded_on_failure(source, _cache_path(source, sha256), unpacked):
-        return load_preset_directory(directory)
 
 
 def pack_preset(directory: str | Path, archive: str | Path) -> str:

@@ -119,9 +119,8 @@ class NonFiniteGuard(keras.callbacks.Callback):
         self._last_iterations, self._batches_without_update = self._step(), 0
         self._scaled = hasattr(self.model.optimizer, "dynamic_scale")
         self._batches_per_call = int(getattr(self.model, "steps_per_execution", 1) or 1)
-        self._batches_per_update = int(getattr(self.model.optimizer, "accumulate_steps",
-                                               getattr(getattr(self.model.optimizer, "inner_optimizer", None),
-                                                       "accumulate_steps", 1)))
+        inner = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)  # under loss scaling
+        self._batches_per_update = int(getattr(inner, "accumulate_steps", 1))
 
     def on_train_batch_end(self, batch, logs=None):
         loss = float((logs or {}).get("loss", 0.0))

@@ -140,7 +140,8 @@ def check_run_dir(out: Path, card) -> None:
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
     current = _flatten(card.to_dict())
-    saved.pop("training.time_limit", None), current.pop("training.time_limit", None)  # a budget may be extended
+    for card_keys in (saved, current):
+        card_keys.pop("training.time_limit", None)  # a budget may be raised on resume
     changed = [f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
                for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
     if changed and _has_trained(out):
