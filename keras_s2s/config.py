@@ -35,6 +35,7 @@ PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "hybrid")
 OPTIMIZERS = ("adam", "adamw", "sgd")
 SCHEDULES = ("constant", "exponential", "warmup_exponential", "inverse_sqrt")
+FITTABLE = ("vocab_size", "max_length", "num_train")  # data settings a corpus can choose (data/fitting.py)
 
 
 class Choice:
@@ -55,6 +56,16 @@ class Optional:
 
     def __repr__(self) -> str:
         return f"{_type_name(self.kind)} or null"
+
+
+class Subset:
+    """A list of some of a fixed set of strings."""
+
+    def __init__(self, *values: str):
+        self.values = values
+
+    def __repr__(self) -> str:
+        return "a list of some of " + ", ".join(repr(v) for v in self.values)
 
 
 class Count:
@@ -97,6 +108,8 @@ SCHEMA: dict[str, Any] = {
         "tokenization": Choice("sentencepiece", "pretokenized"),
         "shared_vocabulary": bool,
         "source_vocab_size": Optional(COUNT),
+        # settings chosen from a corpus other than the demo (keras_s2s/data/fitting.py)
+        "fit_to_corpus": Subset(*FITTABLE),
         # speech recognition
         "features": dict,  # FeatureExtractor arguments
         "characters": str,
@@ -234,6 +247,8 @@ def _matches(value: Any, kind: Any) -> bool:
         return value is None or _matches(value, kind.kind)
     if isinstance(kind, Choice):
         return isinstance(value, str) and value in kind.values
+    if isinstance(kind, Subset):
+        return isinstance(value, list) and all(isinstance(v, str) and v in kind.values for v in value)
     if isinstance(kind, dict):
         return isinstance(value, dict)
     if kind is float:

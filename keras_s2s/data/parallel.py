@@ -14,8 +14,10 @@ from pathlib import Path
 
 import tensorflow as tf
 
+from keras_s2s.config import FITTABLE
 from keras_s2s.data.corpus import read_parallel
 from keras_s2s.data.demo import DemoCorpus
+from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size
 from keras_s2s.data.pipeline import make_dataset
 from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
 from keras_s2s.data.tokenizer import SubwordTokenizer, train_tokenizer
@@ -34,6 +36,7 @@ class ParallelData:
     valid_pairs: list
     test_pairs: list
     demo: DemoCorpus | None = None
+    fitted: dict = dataclasses.field(default_factory=dict)  # setting -> (value, reason), see data/fitting.py
 
     @property
     def test_sources(self) -> list[str]:
@@ -102,6 +105,8 @@ def load_parallel_data(
     tokenizer: SubwordTokenizer | None = None,
     repeat: bool = False,
     drop_remainder: bool = False,
+    fit_to_corpus: list[str] | tuple = (),
+    length_limit: int | None = None,
 ) -> ParallelData:
     """Load a parallel corpus and build its pipelines.
 
@@ -126,17 +131,38 @@ def load_parallel_data(
             files: valid/test are cut from the shuffled corpus, at most 10% each).
         tokenizer: SubwordTokenizer | None. Reuse this one instead of training.
         repeat, drop_remainder: bool. For the training dataset.
+        fit_to_corpus: list[str]. Settings chosen from the corpus instead
+            (any of `vocab_size`, `max_length`, `num_train`; not for the demo;
+            see `keras_s2s.data.fitting`); the choices are in `.fitted`.
+        length_limit: int | None. The most positions the model has: a fitted
+            `max_length` stays within it.
     """
+    unknown = sorted(set(fit_to_corpus) - set(FITTABLE))
+    if unknown:
+        raise ValueError(f"data.fit_to_corpus: cannot fit {', '.join(unknown)}; it may name "
+                         f"{', '.join(FITTABLE)}")
+    fit = set(fit_to_corpus) if source != "demo" else set()
+    if "num_train" in fit:
+        num_train = 0
     train, valid, test, demo = read_splits(source, num_train, num_valid, num_test, seed, direction)
+    fitted = {"num_train": (0, f"all {len(train):,} training pairs")} if "num_train" in fit else {}
+    if "vocab_size" in fit and tokenizer is not None:  # a resumed run: its tokenizer was fitted before
+        fitted["vocab_size"] = (tokenizer.vocab_size, "the run's tokenizer")
+    elif "vocab_size" in fit and tokenization == "sentencepiece":
+        vocab_size, reason = fitted_vocab_size(train)
+        fitted["vocab_size"] = (vocab_size, reason)
     if tokenizer is None:
         tokenizer = train_tokenizer(tokenization, [s for s, _ in train], [t for _, t in train], vocab_size,
                                     shared=shared_vocabulary, source_vocab_size=source_vocab_size)
         sizes = (f"{tokenizer.vocab_size}-entry joint" if shared_vocabulary else
                  f"{tokenizer.source_vocab_size}-entry source and {tokenizer.vocab_size}-entry target")
         log.info("built a %s %s vocabulary on %d sentence pairs", sizes, tokenization, len(train))
+    if "max_length" in fit:
+        max_length, reason = fitted_max_length(train, tokenizer, limit=length_limit, seed=seed)
+        fitted["max_length"] = (max_length, reason)
     common = dict(tokenizer=tokenizer, batch_size=batch_size, max_length=max_length,
                   bucket_width=bucket_width, pad_to_multiple=pad_to_multiple, batch_tokens=batch_tokens)
     train_ds = make_dataset([s for s, _ in train], [t for _, t in train], shuffle=True, repeat=repeat,
                             drop_remainder=drop_remainder, seed=seed, **common)
     valid_ds = make_dataset([s for s, _ in valid], [t for _, t in valid], shuffle=False, **common) if valid else None
-    return ParallelData(tokenizer, train_ds, valid_ds, train, valid, test, demo)
+    return ParallelData(tokenizer, train_ds, valid_ds, train, valid, test, demo, fitted)

@@ -140,8 +140,11 @@ def check_run_dir(out: Path, card) -> None:
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
     current = _flatten(card.to_dict())
+    fitted = card.data.get("fit_to_corpus", []) if card.data.get("source") != "demo" else []
     for card_keys in (saved, current):
         card_keys.pop("training.time_limit", None)  # a budget may be raised on resume
+        for key in fitted:  # chosen from the corpus when the run began (the same corpus: the same choice)
+            card_keys.pop(f"data.{key}", None)
     changed = [f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
                for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
     if changed and _has_trained(out):
@@ -219,8 +222,13 @@ def prepare_text(card, out: Path, policy: str, strategy) -> PreparedTask:
         tokenizer=tokenizer,
         repeat=True,
         drop_remainder=strategy.num_replicas_in_sync > 1,
+        length_limit=card.model["max_positions"] - 1 if card.model.get("max_positions") else None,  # +1: BOS/EOS
     )
     _require_test_split(len(corpus.test_pairs), card)
+    for key, (value, reason) in corpus.fitted.items():  # recorded in the run's card.yaml
+        log.info("data.%s fitted to the corpus: %s (card: %s) - %s; fix it with --set %s=N",
+                 key, value, card.data.get(key), reason, key)
+        card.data[key] = value
     log.info("data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
              time.time() - start, len(corpus.train_pairs), len(corpus.valid_pairs), len(corpus.test_pairs),
              corpus.tokenizer.vocab_size)
@@ -298,6 +306,9 @@ def train(
     if data:
         overrides["data.source"] = data
     card = zoo.get_card(model, **overrides)
+    given = {key.rsplit(".", 1)[-1] for key in overrides}
+    if card.data.get("fit_to_corpus"):  # a setting given on the command line is not fitted
+        card.data["fit_to_corpus"] = [key for key in card.data["fit_to_corpus"] if key not in given]
     out = Path(out or Path("runs") / card.name)
     # first: a multi-worker strategy must exist before TensorFlow runs anything
     strategy = get_strategy(card.training["strategy"], devices=devices,

@@ -1,0 +1,54 @@
+"""Data settings fitted to a corpus: vocabulary size, `max_length`, training pairs used.
+
+The zoo's translation cards are sized for the generated demo task (a
+2,000-piece vocabulary, `max_length: 64`, 80,000 pairs). For any other
+corpus the card's `data.fit_to_corpus` names the settings chosen from the
+corpus itself instead; a setting given with `--set` (or left out of the list)
+stays as written. Each choice is logged with its reason:
+
+- `vocab_size`: one subword per 1,000 running words of training text (source
+  and target together), rounded to the nearest of 2,000 / 4,000 / 8,000 /
+  16,000 / 32,000 (on a log scale). Small corpora get small vocabularies,
+  whose pieces are each seen often enough to be learned.
+- `max_length`: the subword length that keeps 99.5% of a sample of the
+  training pairs (both sides, with the end token), rounded up to a multiple
+  of 8, so that at most about 1% of the pairs are dropped as too long.
+- `num_train`: every training pair (0), not the demo's 80,000.
+
+Example:
+    >>> fitted_vocab_size(pairs)
+    (8000, '7,412,300 running words: one piece per 1,000 words')
+"""
+
+from __future__ import annotations
+
+import math
+import random
+VOCAB_SIZES = (2000, 4000, 8000, 16000, 32000)
+WORDS_PER_PIECE = 1000
+KEEP = 0.995  # of the sampled pairs: the rest of the 1% allowed is room for the sample's error
+SAMPLE = 20000
+
+
+def fitted_vocab_size(pairs: list[tuple[str, str]]) -> tuple[int, str]:
+    """The vocabulary size for these training pairs, and why."""
+    words = sum(len(source.split()) + len(target.split()) for source, target in pairs)
+    wanted = max(words / WORDS_PER_PIECE, 1.0)
+    size = min(VOCAB_SIZES, key=lambda candidate: abs(math.log(candidate / wanted)))
+    return size, f"{words:,} running words: one piece per {WORDS_PER_PIECE:,} words, to the nearest of " \
+                 f"{', '.join(f'{v:,}' for v in VOCAB_SIZES)}"
+
+
+def fitted_max_length(pairs: list[tuple[str, str]], tokenizer, limit: int | None = None,
+                      seed: int = 0) -> tuple[int, str]:
+    """The `max_length` that keeps 99.5% of (a sample of) these pairs, and why; at most `limit`."""
+    sample = pairs if len(pairs) <= SAMPLE else random.Random(seed).sample(pairs, SAMPLE)
+    sources = tokenizer.source.tokenize([source for source, _ in sample])
+    targets = tokenizer.target.tokenize([target for _, target in sample])
+    longest = sorted(max(len(s), len(t)) + 1 for s, t in zip(sources, targets))  # + the end token
+    length = longest[min(len(longest) - 1, math.ceil(KEEP * len(longest)) - 1)]
+    fitted = -(-length // 8) * 8
+    reason = f"keeps {100 * KEEP:g}% of {len(sample):,} sampled training pairs ({length} subwords, rounded up to 8)"
+    if limit is not None and fitted > limit:
+        return limit, reason + f", capped at the model's {limit} positions"
+    return fitted, reason
