@@ -34,7 +34,7 @@ import yaml
 PRECISIONS = ("auto", "float32", "mixed_float16", "mixed_bfloat16")
 STRATEGIES = ("auto", "default", "mirrored", "multiworker", "hybrid")
 OPTIMIZERS = ("adam", "adamw", "sgd")
-SCHEDULES = ("constant", "exponential", "warmup_exponential", "inverse_sqrt")
+SCHEDULES = ("constant", "exponential", "warmup_exponential", "inverse_sqrt", "deadline")
 FITTABLE = ("vocab_size", "max_length", "num_train")  # data settings a corpus can choose (data/fitting.py)
 
 
@@ -144,6 +144,7 @@ SCHEMA: dict[str, Any] = {
         "accumulate_steps": COUNT,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
         "steps_per_execution": COUNT,
         "time_limit": Optional(Duration()),  # train until this much time is spent (over restarts)
+        "lr_floor": float,  # schedule deadline: the rate at the deadline, a share of the peak
         "jit_compile": bool,
         "seed": int,
         "decode_max_length": COUNT,

@@ -52,8 +52,13 @@ class PresetError(ValueError):
 
 # --- saving and loading a preset directory --------------------------------------------------------
 
-def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | None = None) -> Path:
-    """Write `model` as a preset directory (atomically: a temporary directory renamed at the end)."""
+def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | None = None,
+                   weights_dtype: str = "float32") -> Path:
+    """Write `model` as a preset directory (atomically: a temporary directory renamed at the end).
+
+    `weights_dtype="float16"` stores the weights in half the bytes (a shipped
+    preset); they load into float32 variables as usual.
+    """
     from keras_s2s import __version__
 
     directory = Path(directory)
@@ -67,13 +72,18 @@ def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | N
         config["config"].pop("dtype", None)  # the loading machine's precision policy applies, not the trainer's
         (tmp / CONFIG).write_text(json.dumps(config, indent=1))
         # weights only: a fresh copy without the optimizer's slots (a third of the size with Adam)
-        bare = keras.saving.deserialize_keras_object(config)
-        bare.build()
+        previous = keras.config.dtype_policy()
+        keras.config.set_dtype_policy(weights_dtype)  # the stored copy's variables
+        try:
+            bare = keras.saving.deserialize_keras_object(config)
+            bare.build()
+        finally:
+            keras.config.set_dtype_policy(previous)
         bare.set_weights(model.get_weights())
         bare.save_weights(tmp / WEIGHTS)
         card = {"architecture": type(model).__name__, "parameters": model.count_params(),
                 "keras_s2s_version": __version__, "keras_version": keras.__version__,
-                "dtype_policy": keras.mixed_precision.global_policy().name}
+                "dtype_policy": keras.mixed_precision.global_policy().name, "weights_dtype": weights_dtype}
         card.update(metadata or {})
         (tmp / METADATA).write_text(json.dumps(card, indent=2))
         os.replace(tmp, directory)

@@ -88,6 +88,25 @@ def test_save_and_load_a_preset_directory(preset, demo_data):
         save_to_preset(model, folder)
 
 
+def test_a_preset_stored_in_float16_is_half_the_size_and_loads_as_float32(preset, demo_data, tmp_path):
+    import h5py
+
+    model, folder = preset
+    half = save_to_preset(model, tmp_path / "half", weights_dtype="float16")
+    assert read_metadata(half)["weights_dtype"] == "float16"
+    with h5py.File(half / "model.weights.h5") as stored:
+        kinds = set()
+        stored.visititems(lambda name, item: kinds.add(str(item.dtype)) if hasattr(item, "dtype") else None)
+    assert "float16" in kinds and "float32" not in kinds
+    assert (half / "model.weights.h5").stat().st_size < 0.6 * (folder / "model.weights.h5").stat().st_size
+    restored = load_preset(str(half))
+    for mine, theirs in zip(model.weights, restored.weights):
+        assert theirs.dtype == "float32"
+        np.testing.assert_allclose(theirs.numpy(), mine.numpy(), rtol=1e-3, atol=1e-4)
+    sentences = demo_data.test_sources[:3]
+    assert restored.translate(sentences) == model.translate(sentences)
+
+
 def test_zoo_load_from_a_url_verifies_the_checksum_and_translates(preset, server, home, demo_data):
     model, folder = preset
     root, url = server

@@ -11,7 +11,7 @@ import tensorflow as tf
 from keras_s2s.cli import main
 from keras_s2s.config import CardError, parse_duration
 from keras_s2s.training.backup import AtomicBackupAndRestore
-from keras_s2s.training.time_limit import TimeLimit, format_duration
+from keras_s2s.training.time_limit import DeadlineLearningRate, TimeLimit, deadline_rate, format_duration
 
 
 class FakeClock:
@@ -104,8 +104,12 @@ def test_train_with_a_time_limit_and_no_step_count_trains_until_the_budget_is_sp
 
     monkeypatch.setattr(runner, "_train_clock", ticking)
     out = tmp_path / "run"
-    assert main(["train", "gnmt", "--data", "demo", "--time-limit", "12s", "--out", str(out), *TINY]) == 0
+    assert main(["train", "gnmt", "--data", "demo", "--time-limit", "12s", "--out", str(out), *TINY,
+                 "--set", "schedule=deadline", "--set", "lr_floor=0.05"]) == 0
     printed = capsys.readouterr().out
+    history = json.loads((out / "history.json").read_text())
+    rates = history["learning_rate"]
+    assert rates[-1] < rates[0] and rates[-1] < 0.2 * 0.003, "ends near the floor (5% of the peak)"
     assert "until 12s are spent, in epochs of 2 steps" in printed and "held-out BLEU" in printed
     metadata = json.loads((out / "preset" / "metadata.json").read_text())
     assert 2 <= metadata["training_steps"] < 12 and metadata["card"]["training"]["time_limit"] == "12s"
@@ -118,3 +122,49 @@ def test_a_bad_time_limit_is_refused_before_anything_runs(tmp_path, capsys, monk
         main(["train", "gnmt", "--time-limit", "10"])
     assert exit_.value.code == 2 and "'10' is not a duration" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_the_deadline_schedule_ends_at_its_floor_when_the_budget_runs_out():
+    assert deadline_rate(1.0, step=0, spent_share=0.0, warmup_steps=4) == 0.25  # warmup by steps
+    assert deadline_rate(1.0, step=50, spent_share=0.0, warmup_steps=4) == 1.0
+    assert deadline_rate(1.0, step=50, spent_share=0.5, floor=0.2) == pytest.approx(0.6)  # half-way down
+    assert deadline_rate(1.0, step=50, spent_share=1.0, floor=0.2) == pytest.approx(0.2)
+    assert deadline_rate(1.0, step=50, spent_share=3.0, floor=0.2) == pytest.approx(0.2)  # past it: the floor
+
+    class Halve(keras.callbacks.Callback):  # another callback lowering the rate (as the non-finite guard does)
+        def on_train_batch_end(self, batch, logs=None):
+            if int(self.model.optimizer.iterations) == 5:
+                self.model.optimizer.learning_rate = float(self.model.optimizer.learning_rate) / 2
+
+    class Record(keras.callbacks.Callback):
+        rates = []
+
+        def on_train_batch_end(self, batch, logs=None):
+            self.rates.append(float(self.model.optimizer.learning_rate))
+
+    for steps_per_second in (1.0, 0.25):  # a fast and a slow machine: both end at the floor at the deadline
+        clock = FakeClock(seconds_per_batch=1.0 / steps_per_second)
+        keras.utils.set_random_seed(0)
+        model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+        model.compile(optimizer=keras.optimizers.Adam(0.1), loss="mse")
+        data = tf.data.Dataset.from_tensor_slices((np.ones((8, 3), "float32"), np.ones((8, 1), "float32")))
+        spent = lambda start=clock.now: clock.now - start  # noqa: E731
+        Record.rates = []
+        budget = 40.0
+        model.fit(data.batch(2).repeat(), epochs=100, steps_per_epoch=4, verbose=0,
+                  callbacks=[Tick(clock), TimeLimit(budget, spent), DeadlineLearningRate(0.1, budget, spent, floor=0.1),
+                             Record(), Halve()])
+        steps = len(Record.rates)
+        assert steps == budget * steps_per_second
+        assert Record.rates[0] == pytest.approx(0.1)
+        assert Record.rates[-1] == pytest.approx(0.5 * deadline_rate(0.1, steps, (steps - 1) / steps, floor=0.1),
+                                                 rel=1e-5), "the last step: at the floor, halved by the other"
+        assert Record.rates[-1] < 0.5 * 0.1 * 0.15 and all(a >= b for a, b in zip(Record.rates, Record.rates[1:]))
+
+
+def test_the_deadline_schedule_needs_a_time_limit(tmp_path, capsys):
+    assert main(["train", "gnmt", "--data", "demo", "--out", str(tmp_path / "run"), *TINY,
+                 "--set", "schedule=deadline"]) == 2
+    assert "schedule deadline decays by the share of the time budget spent: give --time-limit" in \
+        capsys.readouterr().err
+    assert not (tmp_path / "run").exists()

@@ -242,7 +242,7 @@ def build_schedule(training: dict):
     """The learning rate (a float or a schedule) described by `training`."""
     rate = float(training.get("learning_rate", 1e-3))
     kind = training.get("schedule", "constant")
-    if kind == "constant":
+    if kind in ("constant", "deadline"):  # deadline: a float rate that DeadlineLearningRate sets every batch
         return rate
     if kind == "exponential":
         return keras.optimizers.schedules.ExponentialDecay(

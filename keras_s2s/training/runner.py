@@ -51,7 +51,7 @@ from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.nonfinite import NonFiniteGuard
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
-from keras_s2s.training.time_limit import UNTIL_TIME_EPOCHS, TimeLimit
+from keras_s2s.training.time_limit import UNTIL_TIME_EPOCHS, DeadlineLearningRate, TimeLimit
 from keras_s2s.training.validation import BestCheckpoint, read_scores, score
 from keras_s2s.training.tts_eval import evaluate_synthesis
 
@@ -313,6 +313,9 @@ def train(
     # first: a multi-worker strategy must exist before TensorFlow runs anything
     strategy = get_strategy(card.training["strategy"], devices=devices,
                             time_chunks=card.training.get("time_chunks", 1))
+    if card.training.get("schedule") == "deadline" and not card.training.get("time_limit"):
+        raise ValueError("training.schedule deadline decays by the share of the time budget spent: give "
+                         "--time-limit (or training.time_limit), or another schedule")
     if card.training.get("time_limit") and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         raise ValueError("training.time_limit is not supported with several workers yet (each worker's clock "
                          "would stop it at another step); give --steps or --epochs")
@@ -367,6 +370,11 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     ]
     if time_limit:
         callbacks.insert(2, TimeLimit(parse_duration(time_limit), backup.seconds_spent))
+    if card.training.get("schedule") == "deadline":
+        deadline = DeadlineLearningRate(card.training["learning_rate"], parse_duration(time_limit),
+                                        backup.seconds_spent, card.training.get("warmup_steps", 0),
+                                        card.training.get("lr_floor", 0.0))
+        callbacks.insert(0, deadline)  # first: the rate it logs reaches the backup's history
     best = _best_checkpoint(card, task, write_dir / "checkpoints", chief)
     if best is not None:
         callbacks.insert(1, best)  # before the backup: an epoch's backup holds its score

@@ -6,14 +6,24 @@ spent comes from the run's backup (`AtomicBackupAndRestore.seconds_spent`),
 which carries it across restarts, so a run killed after 20 of its 25
 minutes trains 5 more when the same command resumes it.
 
+`DeadlineLearningRate` (card `training.schedule: deadline`) is a learning
+rate that ends annealed exactly when the budget runs out: linear warmup over
+`warmup_steps`, then a cosine from the peak down to `lr_floor` x the peak,
+driven by the share of the budget spent, not by steps (steps per second
+change with sentence lengths, precision and the machine), so a 25-minute and
+an overnight run both end at the floor.
+
 Example:
     >>> backup = AtomicBackupAndRestore("runs/x/backup")
-    >>> model.fit(data, epochs=10**5, callbacks=[backup, TimeLimit(parse_duration("25m"), backup.seconds_spent)])
+    >>> budget = parse_duration("25m")
+    >>> model.fit(data, epochs=10**5, callbacks=[backup, TimeLimit(budget, backup.seconds_spent),
+    ...                                          DeadlineLearningRate(3e-3, budget, backup.seconds_spent)])
 """
 
 from __future__ import annotations
 
 import logging
+import math
 
 import keras
 
@@ -63,3 +73,53 @@ class TimeLimit(keras.callbacks.Callback):
         if not self.reached:
             log.info("%s of the %s time limit spent, %s left", format_duration(self.spent()),
                      format_duration(self.seconds), format_duration(self.seconds - self.spent()))
+
+
+def deadline_rate(peak: float, step: int, spent_share: float, warmup_steps: int = 0, floor: float = 0.0) -> float:
+    """The deadline schedule's rate: warmup by steps, then a cosine by the share of the budget spent.
+
+    Example:
+        >>> deadline_rate(1e-3, step=10_000, spent_share=0.5, warmup_steps=100, floor=0.1)  # half-way down
+        0.00055
+    """
+    ramp = min((step + 1) / warmup_steps, 1.0) if warmup_steps else 1.0
+    share = min(max(spent_share, 0.0), 1.0)
+    return peak * ramp * (floor + (1.0 - floor) * 0.5 * (1.0 + math.cos(math.pi * share)))
+
+
+class DeadlineLearningRate(keras.callbacks.Callback):
+    """Sets the optimizer's (float) learning rate before every batch to `deadline_rate`.
+
+    A rate lowered by another callback (the non-finite guard halves it) stays
+    lowered by that factor.
+
+    Args:
+        peak: float. The rate after warmup, at the start of the budget.
+        seconds: float. The budget.
+        spent: () -> float. Training seconds spent so far (earlier runs included).
+        warmup_steps: int. Steps of linear warmup.
+        floor: float. The rate at the deadline, as a share of `peak`.
+    """
+
+    def __init__(self, peak: float, seconds: float, spent, warmup_steps: int = 0, floor: float = 0.0):
+        super().__init__()
+        if not 0.0 <= floor <= 1.0:
+            raise ValueError(f"training.lr_floor must be between 0 and 1 (a share of the peak rate), got {floor}")
+        self.peak, self.seconds, self.spent = float(peak), float(seconds), spent
+        self.warmup_steps, self.floor = int(warmup_steps), float(floor)
+        self.factor, self.last = 1.0, None
+
+    def on_train_batch_begin(self, batch, logs=None):
+        optimizer = self.model.optimizer
+        current = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+        if self.last and abs(current - self.last) > 1e-6 * self.last:  # lowered (or raised) by someone else
+            self.factor *= current / self.last
+        step = int(keras.ops.convert_to_numpy(optimizer.iterations))
+        rate = self.factor * deadline_rate(self.peak, step, self.spent() / self.seconds, self.warmup_steps,
+                                           self.floor)
+        optimizer.learning_rate = rate
+        self.last = float(keras.ops.convert_to_numpy(optimizer.learning_rate))  # as stored (float32)
+
+    def on_epoch_end(self, epoch, logs=None):
+        if logs is not None and self.last is not None:
+            logs["learning_rate"] = self.last
