@@ -190,12 +190,12 @@ def test_a_truncated_download_is_removed_from_the_cache_so_a_rerun_recovers(pres
 
 
 def test_an_unknown_preset_name_lists_the_cards_presets():
-    with pytest.raises(PresetError, match="demo: not a preset of gnmt \\(its presets: none\\)"):
-        zoo.load("gnmt", weights="demo")
+    with pytest.raises(PresetError, match="demo: not a preset of transformer \\(its presets: none\\)"):
+        zoo.load("transformer", weights="demo")
     with pytest.raises(PresetError, match="its presets: demo"):
         zoo.load("convs2s", weights="dem")
-    with pytest.raises(PresetError, match=r"models with presets: .*convs2s \(demo\).*jasper \(demo\)"):
-        zoo.load("gnmt", weights="demo")
+    with pytest.raises(PresetError, match=r"models with presets: .*convs2s \(demo\).*gnmt \(demo\).*jasper \(demo\)"):
+        zoo.load("transformer", weights="demo")
 
 
 def test_truncated_and_malicious_archives_are_refused(tmp_path, home):
@@ -271,6 +271,20 @@ def test_the_shipped_demo_preset_loads_offline_verified_and_translates(home, mon
     bleu = score(model.translate([s for s, _ in test]), [t for _, t in test])["bleu"]
     assert bleu > 60, f"the demo preset scored BLEU {bleu} (77.0 on all 500 when it was trained)"
     assert model.optimizer is not None and zoo.get_card("convs2s").presets["demo"]["size"] > 0
+
+
+def test_the_shipped_gnmt_demo_preset_loads_offline_from_both_cards_and_translates(home, monkeypatch):
+    from keras_s2s.data.parallel import read_splits
+    from keras_s2s.training.runner import score
+
+    monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
+    _, _, test, _ = read_splits("demo", num_train=80000, num_valid=300, num_test=500, seed=0)
+    test = test[:100]
+    for card in ("gnmt_demo", "gnmt"):  # the headline call, and the demo card's
+        model = zoo.load(card, weights="demo", precision="float32")
+        bleu = score(model.translate([s for s, _ in test]), [t for _, t in test])["bleu"]
+        assert bleu > 50, f"the {card} demo preset scored BLEU {bleu} on 100 held-out sentences"
+    assert zoo.get_card("gnmt").presets["demo"] == zoo.get_card("gnmt_demo").presets["demo"]
 
 
 def test_the_shipped_speech_demo_preset_loads_offline_and_transcribes_new_speech(home, monkeypatch, tmp_path):
