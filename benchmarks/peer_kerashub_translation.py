@@ -99,14 +99,14 @@ def main(argv=None) -> None:
     source_tokenizer = word_piece([s.lower() for s, _ in train])
     target_tokenizer = word_piece([t.lower() for _, t in train])
     print(f"WordPiece vocabularies in {time.perf_counter() - start:.0f}s", flush=True)
-    start_packer = keras_hub.layers.StartEndPacker(SEQUENCE_LENGTH, pad_value=source_tokenizer.token_to_id("[PAD]"))
+    source_packer = keras_hub.layers.StartEndPacker(SEQUENCE_LENGTH, pad_value=source_tokenizer.token_to_id("[PAD]"))
     target_packer = keras_hub.layers.StartEndPacker(
         SEQUENCE_LENGTH + 1, start_value=target_tokenizer.token_to_id("[START]"),
         end_value=target_tokenizer.token_to_id("[END]"), pad_value=target_tokenizer.token_to_id("[PAD]"))
 
     def batches(pairs, shuffle):
         def encode(source, target):
-            src = start_packer(source_tokenizer(tf.strings.lower(source)))
+            src = source_packer(source_tokenizer(tf.strings.lower(source)))
             tgt = target_packer(target_tokenizer(tf.strings.lower(target)))
             return {"encoder_inputs": src, "decoder_inputs": tgt[:, :-1]}, tgt[:, 1:]
         ds = tf.data.Dataset.from_tensor_slices(([s for s, _ in pairs], [t for _, t in pairs]))
@@ -125,7 +125,7 @@ def main(argv=None) -> None:
     end_id = target_tokenizer.token_to_id("[END]")
 
     def translate(sources: list[str]) -> list[str]:
-        encoder_input = start_packer(source_tokenizer(tf.constant([s.lower() for s in sources])))
+        encoder_input = source_packer(source_tokenizer(tf.constant([s.lower() for s in sources])))
         count = len(sources)
 
         def next_token(prompt, cache, index):
