@@ -27,6 +27,18 @@ def test_tokenizer_round_trip_and_special_ids(tokenizer):
         SubwordTokenizer.train(["", "  "], vocab_size=10)
 
 
+def test_a_sampled_joint_vocabulary_learns_both_languages():
+    """More sentences than the trainer reads: a sample of the whole list, not its head (the sources)."""
+    rng = random.Random(1)
+    english = ["house", "window", "garden", "printer", "network", "keyboard", "screen", "folder"]
+    german = ["Haus", "Fenster", "Garten", "Drucker", "Netzwerk", "Tastatur", "Bildschirm", "Ordner"]
+    sources = [" ".join(rng.choices(english, k=4)) for _ in range(400)]
+    targets = [" ".join(rng.choices(german, k=4)) for _ in range(400)]
+    tokenizer = SubwordTokenizer.train(sources + targets, vocab_size=80, max_sentences=300)
+    pieces = tokenizer.tokenize(german)
+    assert sum(len(p) for p in pieces) <= 1.5 * len(german), f"German split into characters: {pieces}"
+
+
 def test_tokenizer_save_and_load(tokenizer, tmp_path):
     tokenizer.save(tmp_path / "t.model")
     assert SubwordTokenizer.load(tmp_path / "t.model").vocab_size == tokenizer.vocab_size

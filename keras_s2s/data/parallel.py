@@ -20,7 +20,7 @@ from keras_s2s.data.demo import DemoCorpus
 from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size
 from keras_s2s.data.pipeline import make_dataset
 from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
-from keras_s2s.data.tokenizer import SubwordTokenizer, train_tokenizer
+from keras_s2s.data.tokenizer import TRAINING_SENTENCES, SubwordTokenizer, train_tokenizer
 
 log = logging.getLogger("keras_s2s")
 
@@ -156,7 +156,10 @@ def load_parallel_data(
                                     shared=shared_vocabulary, source_vocab_size=source_vocab_size)
         sizes = (f"{tokenizer.vocab_size}-entry joint" if shared_vocabulary else
                  f"{tokenizer.source_vocab_size}-entry source and {tokenizer.vocab_size}-entry target")
-        log.info("built a %s %s vocabulary on %d sentence pairs", sizes, tokenization, len(train))
+        sample = (f" (learned from a sample of {TRAINING_SENTENCES:,} sentences)"
+                  if tokenization == "sentencepiece" and len(train) * (1 + shared_vocabulary) > TRAINING_SENTENCES
+                  else "")
+        log.info("built a %s %s vocabulary on %d sentence pairs%s", sizes, tokenization, len(train), sample)
     if "max_length" in fit:
         max_length, reason = fitted_max_length(train, tokenizer, limit=length_limit, seed=seed)
         fitted["max_length"] = (max_length, reason)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import io
+import random
 from pathlib import Path
 from typing import Iterable
 
@@ -20,6 +21,7 @@ import keras
 import sentencepiece as spm
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+TRAINING_SENTENCES = 200_000  # SentencePiece learns from at most this many, drawn from the whole corpus
 
 
 class _JointVocabulary:
@@ -61,11 +63,19 @@ class SubwordTokenizer(_JointVocabulary):
             raise ValueError("SentencePiece model must use pad=0, unk=1, bos=2, eos=3")
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram"):
-        """Learn a vocabulary of at most `vocab_size` pieces from `texts`."""
+    def train(cls, texts: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
+              max_sentences: int = TRAINING_SENTENCES):
+        """Learn a vocabulary of at most `vocab_size` pieces from `texts`.
+
+        More than `max_sentences` texts: a seeded random sample of them is
+        used, so every part of the list is represented (a joint vocabulary
+        of sources followed by targets learns both languages).
+        """
         texts = [t for t in texts if t.strip()]
         if not texts:
             raise ValueError("cannot train a tokenizer on an empty corpus")
+        if len(texts) > max_sentences:
+            texts = random.Random(0).sample(texts, max_sentences)
         model = io.BytesIO()
         spm.SentencePieceTrainer.train(
             sentence_iterator=iter(texts),
@@ -78,8 +88,8 @@ class SubwordTokenizer(_JointVocabulary):
             eos_id=EOS_ID,
             character_coverage=1.0,
             hard_vocab_limit=False,
-            input_sentence_size=200000,
-            shuffle_input_sentence=False,
+            input_sentence_size=max_sentences,
+            shuffle_input_sentence=False,  # sampled above, reproducibly
             num_threads=1,
             minloglevel=2,
         )
