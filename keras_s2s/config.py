@@ -140,7 +140,8 @@ SCHEMA: dict[str, Any] = {
         # a non-finite loss: roll back, lower the learning rate (keras_s2s/training/nonfinite.py)
         "nonfinite": {"rollbacks": SIZE, "lr_factor": float, "skipped_steps": COUNT},
         # scored after every epoch, best weights kept (keras_s2s/training/validation.py)
-        "validation": {"metric": Choice("bleu", "chrf", "loss"), "patience": SIZE, "sentences": COUNT},
+        "validation": {"metric": Choice("bleu", "chrf", "loss"), "patience": SIZE, "sentences": COUNT,
+                       "min_delta": float},
         "accumulate_steps": COUNT,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
         "steps_per_execution": COUNT,
         "time_limit": Optional(Duration()),  # train until this much time is spent (over restarts)

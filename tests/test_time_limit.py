@@ -7,11 +7,13 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+import yaml
 
 from keras_s2s.cli import main
 from keras_s2s.config import CardError, parse_duration
 from keras_s2s.training.backup import AtomicBackupAndRestore
-from keras_s2s.training.time_limit import DeadlineLearningRate, TimeLimit, deadline_rate, format_duration
+from keras_s2s.training.time_limit import (DeadlineLearningRate, TimeLimit, deadline_rate, format_duration,
+                                          schedule_for_time_limit)
 
 
 class FakeClock:
@@ -88,12 +90,33 @@ def test_training_stops_when_the_budget_is_spent_and_a_restart_counts_the_time_b
     assert limiter.reached and int(model.optimizer.iterations) == 8 + 2, "80 s before the crash + 2 steps"
 
 
+def test_time_spent_validating_past_the_budget_starts_no_other_epoch(tmp_path, caplog):
+    clock = FakeClock(seconds_per_batch=10.0)
+
+    class SlowValidation(keras.callbacks.Callback):  # runs before the limit's epoch end, as BestCheckpoint does
+        def on_epoch_end(self, epoch, logs=None):
+            clock.now += 25.0
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse")
+    data = tf.data.Dataset.from_tensor_slices((np.ones((8, 3), "float32"), np.ones((8, 1), "float32")))
+    backup = AtomicBackupAndRestore(tmp_path / "b", clock=clock)
+    limiter = TimeLimit(60.0, backup.seconds_spent)
+    with caplog.at_level(logging.INFO, logger="keras_s2s"):
+        model.fit(data.batch(2).repeat(), epochs=5, steps_per_epoch=4, verbose=0,
+                  callbacks=[Tick(clock), SlowValidation(), backup, limiter])
+    assert int(model.optimizer.iterations) == 4, "40 s of steps + 25 s validating = 65 s: no second epoch"
+    assert limiter.reached and "time limit of 1m00s reached at the end of epoch 1: stopping" in caplog.text
+
+
 TINY = ["--set", "units=16", "--set", "num_layers=2", "--set", "num_train=300", "--set", "num_valid=16",
         "--set", "num_test=8", "--set", "vocab_size=300", "--set", "batch_size=16", "--set", "max_length=48",
         "--set", "decode_max_length=20", "--precision", "float32", "--set", "steps_per_epoch=2"]
 
 
-def test_train_with_a_time_limit_and_no_step_count_trains_until_the_budget_is_spent(tmp_path, capsys, monkeypatch):
+def test_train_with_a_time_limit_and_no_step_count_trains_until_the_budget_is_spent(tmp_path, capsys, monkeypatch,
+                                                                                     caplog):
     from keras_s2s.training import runner
 
     clock = {"now": 0.0}
@@ -104,8 +127,11 @@ def test_train_with_a_time_limit_and_no_step_count_trains_until_the_budget_is_sp
 
     monkeypatch.setattr(runner, "_train_clock", ticking)
     out = tmp_path / "run"
-    assert main(["train", "gnmt", "--data", "demo", "--time-limit", "12s", "--out", str(out), *TINY,
-                 "--set", "schedule=deadline", "--set", "lr_floor=0.05"]) == 0
+    with caplog.at_level(logging.INFO, logger="keras_s2s"):  # the card's schedule, replaced by the default
+        assert main(["train", "gnmt", "--data", "demo", "--time-limit", "12s", "--out", str(out), *TINY,
+                     "--set", "lr_floor=0.05"]) == 0
+    assert "training.schedule: deadline (card: warmup_exponential) - the default with a time limit" in caplog.text
+    assert yaml.safe_load((out / "card.yaml").read_text())["training"]["schedule"] == "deadline"
     printed = capsys.readouterr().out
     history = json.loads((out / "history.json").read_text())
     rates = history["learning_rate"]
@@ -122,6 +148,17 @@ def test_a_bad_time_limit_is_refused_before_anything_runs(tmp_path, capsys, monk
         main(["train", "gnmt", "--time-limit", "10"])
     assert exit_.value.code == 2 and "'10' is not a duration" in capsys.readouterr().err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_time_limit_brings_the_deadline_schedule_unless_the_user_names_one():
+    training = {"schedule": "inverse_sqrt", "time_limit": "25m"}
+    assert schedule_for_time_limit(training, given={"time_limit"}) == "inverse_sqrt"
+    assert training["schedule"] == "deadline"
+    named = {"schedule": "inverse_sqrt", "time_limit": "25m"}
+    assert schedule_for_time_limit(named, given={"schedule", "time_limit"}) is None
+    assert named["schedule"] == "inverse_sqrt", "--set schedule=... wins"
+    untimed = {"schedule": "inverse_sqrt"}
+    assert schedule_for_time_limit(untimed, given=set()) is None and untimed["schedule"] == "inverse_sqrt"
 
 
 def test_the_deadline_schedule_ends_at_its_floor_when_the_budget_runs_out():

@@ -61,3 +61,29 @@ def test_bad_validation_settings_are_refused():
         BestCheckpoint("x", metric="accuracy")
     with pytest.raises(ValueError, match="needs dev pairs"):
         BestCheckpoint("x", pairs=[], metric="bleu")
+    with pytest.raises(ValueError, match="min_delta must be at least 0"):
+        BestCheckpoint("x", metric="loss", min_delta=-1)
+
+
+def test_the_last_weights_stay_when_an_earlier_epoch_is_better_only_by_noise(tmp_path, monkeypatch):
+    import keras
+
+    from keras_s2s.training import validation
+
+    model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1, kernel_initializer="zeros")])
+    model.translate = lambda sources: sources
+
+    def finish(scores, **settings):
+        """(epoch of the final weights, the epoch those weights hold, the best epoch)"""
+        best = BestCheckpoint(tmp_path / str(scores), pairs=[("a", "a")], **settings)
+        best.set_model(model)
+        for epoch, value in enumerate(scores, start=1):
+            model.layers[0].kernel.assign([[float(epoch)], [0.0]])  # the weights say which epoch they are
+            monkeypatch.setattr(validation, "score", lambda h, r, v=value: {"bleu": v, "chrf": v})
+            best.on_epoch_end(epoch - 1)
+        return best.restore_best(model), int(model.layers[0].kernel.numpy()[0, 0]), best.best_epoch
+
+    assert finish([10.0, 20.3, 20.0]) == (3, 3, 2), "0.3 BLEU under the best: noise, the last weights stay"
+    assert finish([10.0, 21.0, 20.0]) == (2, 2, 2), "1 BLEU under: the best epoch's weights"
+    assert finish([10.0, 20.3, 20.0], min_delta=0.0) == (2, 2, 2)
+    assert finish([10.0, 20.0, 30.0]) == (3, 3, 3)

@@ -30,6 +30,11 @@ KEEP = 0.995  # of the sampled pairs: the rest of the 1% allowed is room for the
 SAMPLE = 20000
 
 
+def settings_to_fit(source, fit_to_corpus) -> set[str]:
+    """The settings of `fit_to_corpus` that are chosen from the corpus: none for the generated demo task."""
+    return set(fit_to_corpus or ()) if source != "demo" else set()
+
+
 def fitted_vocab_size(pairs: list[tuple[str, str]]) -> tuple[int, str]:
     """The vocabulary size for these training pairs, and why."""
     words = sum(len(source.split()) + len(target.split()) for source, target in pairs)

@@ -17,7 +17,7 @@ import tensorflow as tf
 from keras_s2s.config import FITTABLE
 from keras_s2s.data.corpus import read_parallel
 from keras_s2s.data.demo import DemoCorpus
-from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size
+from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size, settings_to_fit
 from keras_s2s.data.pipeline import make_dataset
 from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
 from keras_s2s.data.tokenizer import TRAINING_SENTENCES, SubwordTokenizer, train_tokenizer
@@ -141,7 +141,7 @@ def load_parallel_data(
     if unknown:
         raise ValueError(f"data.fit_to_corpus: cannot fit {', '.join(unknown)}; it may name "
                          f"{', '.join(FITTABLE)}")
-    fit = set(fit_to_corpus) if source != "demo" else set()
+    fit = settings_to_fit(source, fit_to_corpus)
     if "num_train" in fit:
         num_train = 0
     train, valid, test, demo = read_splits(source, num_train, num_valid, num_test, seed, direction)

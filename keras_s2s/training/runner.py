@@ -41,6 +41,7 @@ import yaml
 
 from keras_s2s import zoo
 from keras_s2s.config import check_count, parse_duration
+from keras_s2s.data.fitting import settings_to_fit
 from keras_s2s.data.parallel import read_splits, load_parallel_data
 from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
 from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
@@ -51,7 +52,8 @@ from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.nonfinite import NonFiniteGuard
 from keras_s2s.training.precision import set_precision
 from keras_s2s.training.speech_eval import evaluate_speech
-from keras_s2s.training.time_limit import UNTIL_TIME_EPOCHS, DeadlineLearningRate, TimeLimit
+from keras_s2s.training.time_limit import (UNTIL_TIME_EPOCHS, DeadlineLearningRate, TimeLimit,
+                                          schedule_for_time_limit)
 from keras_s2s.training.validation import BestCheckpoint, read_scores, score
 from keras_s2s.training.tts_eval import evaluate_synthesis
 
@@ -140,7 +142,7 @@ def check_run_dir(out: Path, card) -> None:
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
     current = _flatten(card.to_dict())
-    fitted = card.data.get("fit_to_corpus", []) if card.data.get("source") != "demo" else []
+    fitted = settings_to_fit(card.data.get("source"), card.data.get("fit_to_corpus"))
     for card_keys in (saved, current):
         card_keys.pop("training.time_limit", None)  # a budget may be raised on resume
         for key in fitted:  # chosen from the corpus when the run began (the same corpus: the same choice)
@@ -309,6 +311,10 @@ def train(
     given = {key.rsplit(".", 1)[-1] for key in overrides}
     if card.data.get("fit_to_corpus"):  # a setting given on the command line is not fitted
         card.data["fit_to_corpus"] = [key for key in card.data["fit_to_corpus"] if key not in given]
+    replaced = schedule_for_time_limit(card.training, given)
+    if replaced:
+        log.info("training.schedule: deadline (card: %s) - the default with a time limit: the rate anneals to "
+                 "lr_floor as the budget runs out; fix it with --set schedule=%s", replaced, replaced)
     out = Path(out or Path("runs") / card.name)
     # first: a multi-worker strategy must exist before TensorFlow runs anything
     strategy = get_strategy(card.training["strategy"], devices=devices,
@@ -403,7 +409,8 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     fit = {"train_seconds": round(train_seconds, 1), "fit_cores_busy": fit_cores,
            "training_steps": int(model_obj.optimizer.iterations.numpy())}
     if best is not None:
-        fit["best_epoch"] = best.restore_best(model_obj)
+        fit["weights_epoch"] = best.restore_best(model_obj)  # the best, or the last if within min_delta
+        fit["best_epoch"] = best.best_epoch
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
     atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
     print(f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
@@ -421,7 +428,8 @@ def _finish(card, out: Path, task: PreparedTask, run_clock) -> dict:
 
 def _evaluate_and_save_preset(card, out: Path, task: PreparedTask, model_obj, fit: dict, run_clock) -> dict:
     result = task.evaluate(model_obj)
-    result.update({key: fit[key] for key in ("train_seconds", "fit_cores_busy", "best_epoch") if key in fit},
+    result.update({key: fit[key] for key in ("train_seconds", "fit_cores_busy", "best_epoch", "weights_epoch")
+                   if key in fit},
                   run_cores_busy=cores_busy(run_clock))
     model_obj.save_to_preset(out / "preset", metadata={
         "card": card.to_dict(), "training_steps": fit.get("training_steps"),

@@ -6,8 +6,9 @@ spent comes from the run's backup (`AtomicBackupAndRestore.seconds_spent`),
 which carries it across restarts, so a run killed after 20 of its 25
 minutes trains 5 more when the same command resumes it.
 
-`DeadlineLearningRate` (card `training.schedule: deadline`) is a learning
-rate that ends annealed exactly when the budget runs out: linear warmup over
+`DeadlineLearningRate` (card `training.schedule: deadline`, the default of
+a time-limited run) is a learning rate that ends annealed exactly when the
+budget runs out: linear warmup over
 `warmup_steps`, then a cosine from the peak down to `lr_floor` x the peak,
 driven by the share of the budget spent, not by steps (steps per second
 change with sentence lengths, precision and the machine), so a 25-minute and
@@ -47,8 +48,9 @@ def format_duration(seconds: float) -> str:
 
 
 class TimeLimit(keras.callbacks.Callback):
-    """Stop training once `spent()` reaches `seconds`; show the time left on the progress bar
-    (`minutes_left`) and after every epoch.
+    """Stop training once `spent()` reaches `seconds` (checked after every batch, and after the epoch's
+    other callbacks, so that time spent validating never starts another epoch); show the time left on the
+    progress bar (`minutes_left`) and after every epoch.
 
     Args:
         seconds: float. The budget.
@@ -70,9 +72,32 @@ class TimeLimit(keras.callbacks.Callback):
             log.info("time limit of %s reached: stopping after this step", format_duration(self.seconds))
 
     def on_epoch_end(self, epoch, logs=None):
-        if not self.reached:
-            log.info("%s of the %s time limit spent, %s left", format_duration(self.spent()),
-                     format_duration(self.seconds), format_duration(self.seconds - self.spent()))
+        if self.reached:
+            return
+        spent = self.spent()
+        if spent >= self.seconds:  # spent by the epoch's end (validation, checkpoints): no epoch more
+            self.reached = True
+            self.model.stop_training = True
+            log.info("time limit of %s reached at the end of epoch %d: stopping", format_duration(self.seconds),
+                     epoch + 1)
+            return
+        log.info("%s of the %s time limit spent, %s left", format_duration(spent), format_duration(self.seconds),
+                 format_duration(self.seconds - spent))
+
+
+def schedule_for_time_limit(training: dict, given: set) -> str | None:
+    """With a time limit, `deadline` becomes the schedule unless `given` (the settings the user named)
+    holds `schedule`; returns the card's schedule it replaced, or None when nothing changed.
+
+    Example:
+        >>> schedule_for_time_limit({"schedule": "inverse_sqrt", "time_limit": "25m"}, given={"time_limit"})
+        'inverse_sqrt'
+    """
+    replaced = training.get("schedule")
+    if not training.get("time_limit") or "schedule" in given or replaced == "deadline":
+        return None
+    training["schedule"] = "deadline"
+    return replaced
 
 
 def deadline_rate(peak: float, step: int, spent_share: float, warmup_steps: int = 0, floor: float = 0.0) -> float:

@@ -11,7 +11,11 @@ runner finishes with the best weights.
 
 Card settings (`training.validation`): `metric` (`bleu`, default for
 translation; `chrf`; `loss`, the default elsewhere), `patience` (0 = never
-stop early), `sentences` (dev pairs decoded, default 500).
+stop early), `sentences` (dev pairs decoded, default 500), `min_delta` (an
+earlier epoch replaces the last one's weights at the end only when it
+scored more than this better; default 0.5 BLEU or chrF points, 0 for the
+loss: on a few hundred dev sentences smaller differences are noise, and the
+last weights are the most trained).
 
 Example:
     >>> best = BestCheckpoint("runs/x/checkpoints", pairs=corpus.valid_pairs, patience=3)
@@ -31,6 +35,7 @@ from keras_s2s.training.files import atomic_write, ensure_free_space, weights_fi
 
 log = logging.getLogger("keras_s2s")
 METRICS = ("bleu", "chrf", "loss")
+MIN_DELTA = {"bleu": 0.5, "chrf": 0.5, "loss": 0.0}  # measured: see docs/translation.md, "A real corpus"
 BEST_WEIGHTS, BEST_STATE = "best.weights.h5", "best.json"
 
 
@@ -64,11 +69,13 @@ class BestCheckpoint(keras.callbacks.Callback):
         metric: str. `bleu`, `chrf` or `loss` (the validation loss, lower is better).
         patience: int. Epochs without a gain before training stops (0 = never).
         sentences: int. Dev pairs decoded per evaluation (the first ones: the same every epoch).
+        min_delta: float | None. How much better than the last epoch an earlier one must score to be
+            restored at the end (default `MIN_DELTA` of the metric).
         write: bool. False on multi-worker non-chiefs (they score, but the chief writes).
     """
 
     def __init__(self, directory, pairs=None, metric: str = "bleu", patience: int = 0, sentences: int = 500,
-                 write: bool = True):
+                 min_delta: float | None = None, write: bool = True):
         super().__init__()
         if metric not in METRICS:
             raise ValueError(f"training.validation.metric must be one of {', '.join(METRICS)}, got {metric!r}")
@@ -77,6 +84,9 @@ class BestCheckpoint(keras.callbacks.Callback):
                              "validation split); use metric: loss")
         self.directory, self.metric, self.patience, self.write = Path(directory), metric, int(patience), write
         self.pairs = list(pairs or [])[:sentences]
+        self.min_delta = MIN_DELTA[metric] if min_delta is None else float(min_delta)
+        if self.min_delta < 0:
+            raise ValueError(f"training.validation.min_delta must be at least 0, got {min_delta}")
         self.scores, self.best_epoch = {}, None
 
     def _better(self, value: float, best: float) -> bool:
@@ -120,10 +130,20 @@ class BestCheckpoint(keras.callbacks.Callback):
             log.info("no validation gain in %d epoch(s): stopping early", self.patience)
 
     def restore_best(self, model) -> int | None:
-        """Load the best epoch's weights into `model` (nothing when this epoch is the best); its epoch."""
+        """Load the best epoch's weights into `model`, unless the last epoch is the best or scored within
+        `min_delta` of it (then the last weights stay); the epoch whose weights the model ends with."""
+        if self.best_epoch is None:
+            return None
+        last, best = max(self.scores), self.best_epoch
         path = self.directory / BEST_WEIGHTS
-        if self.best_epoch is not None and self.best_epoch != max(self.scores) and path.is_file():
-            model.load_weights(path)
-            log.info("finishing with the best weights: epoch %d, validation %s %.2f", self.best_epoch,
-                     self.metric, self.scores[self.best_epoch])
-        return self.best_epoch
+        if best == last or not path.is_file():
+            return last
+        if abs(self.scores[last] - self.scores[best]) <= self.min_delta:
+            log.info("finishing with the last weights: epoch %d's validation %s %.2f is within %g of the best "
+                     "(epoch %d, %.2f)", last, self.metric, self.scores[last], self.min_delta, best,
+                     self.scores[best])
+            return last
+        model.load_weights(path)
+        log.info("finishing with the best weights: epoch %d, validation %s %.2f", best, self.metric,
+                 self.scores[best])
+        return best
