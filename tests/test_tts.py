@@ -243,7 +243,8 @@ def home_dir(tmp_path_factory):
     else:
         os.environ["KERAS_S2S_HOME"] = old
 
-RUN_STATISTICS = ("train_seconds", "fit_cores_busy", "run_cores_busy", "best_epoch")  # of the run, not the evaluation
+# of the run, not the evaluation
+RUN_STATISTICS = ("train_seconds", "fit_cores_busy", "run_cores_busy", "best_epoch", "weights_epoch")
 
 
 def test_a_trained_tiny_model_aligns_and_stops_before_the_limit(trained_run):
