@@ -35,6 +35,7 @@ import tensorflow as tf
 
 from keras_s2s.config import parse_duration
 from keras_s2s.data.corpus import read_tsv
+from keras_s2s.training.files import atomic_write
 
 VOCAB_SIZE = 15000
 SEQUENCE_LENGTH = 40
@@ -56,9 +57,7 @@ def word_piece(texts: list[str], cache: Path | None = None) -> keras_hub.tokeniz
             reserved_tokens=RESERVED, lowercase=True)
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            partial = cache.with_suffix(".partial")
-            partial.write_text("\n".join(vocabulary), encoding="utf-8")
-            partial.replace(cache)
+            atomic_write(cache, lambda path: path.write_text("\n".join(vocabulary), encoding="utf-8"))
     return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=vocabulary, lowercase=True)
 
 
