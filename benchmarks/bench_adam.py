@@ -25,7 +25,7 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
-from keras_s2s.training.optimizers import Adam  # noqa: E402
+from keras_s2s.optimizers import Adam  # noqa: E402
 
 
 def _update_function(optimizer, gradients, weights):
@@ -62,15 +62,19 @@ def measure(card: str, repeats: int) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cards", nargs="+", default=["gnmt", "transformer", "convs2s"])
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args()
     print(f"{'card':18s} {'parameters':>12s} {'keras s':>8s} {'fused s':>8s} {'keras/fused':>12s}")
     for card in args.cards:
         r = measure(card, args.repeats)
-        print(f"{card:18s} {r['params']:12,d} {r['keras']:8.3f} {r['fused']:8.3f} {r['keras'] / r['fused']:11.2f}x",
-              flush=True)
+        print(
+            f"{card:18s} {r['params']:12,d} {r['keras']:8.3f} {r['fused']:8.3f} {r['keras'] / r['fused']:11.2f}x",
+            flush=True,
+        )
 
 
 if __name__ == "__main__":

@@ -21,13 +21,16 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from benchlib import interleaved_step_times, median_seconds  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
 from keras_s2s.data.speech_features import FeatureExtractor, librosa_features  # noqa: E402
 
-from benchlib import interleaved_step_times, median_seconds  # noqa: E402
-
-CARDS = {"deepspeech2": "deepspeech2_demo", "wave2letter": "wave2letter_demo", "jasper": "jasper_demo"}
+CARDS = {
+    "deepspeech2": "deepspeech2_demo",
+    "wave2letter": "wave2letter_demo",
+    "jasper": "jasper_demo",
+}
 POLICIES = ("float32", "mixed_bfloat16")
 
 
@@ -50,7 +53,9 @@ def peak_memory_mb() -> float | None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", default=list(CARDS), choices=list(CARDS))
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each utterance")
@@ -59,12 +64,16 @@ def main() -> None:
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
-    clips = [(0.1 * rng.normal(size=int(16000 * args.seconds))).astype("float32") for _ in range(32)]
+    clips = [
+        (0.1 * rng.normal(size=int(16000 * args.seconds))).astype("float32") for _ in range(32)
+    ]
     features = feature_throughput(clips, args.repeats)
 
     frames = int(args.seconds * 100) // 8 * 8
-    inputs = {"features": rng.normal(size=(args.batch, frames, 64)).astype("float32"),
-              "feature_lengths": np.full(args.batch, frames, "int32")}
+    inputs = {
+        "features": rng.normal(size=(args.batch, frames, 64)).astype("float32"),
+        "feature_lengths": np.full(args.batch, frames, "int32"),
+    }
     labels = rng.integers(1, 29, (args.batch, int(args.seconds * 12))).astype("int32")
     rows = []
     for name in args.models:
@@ -74,19 +83,33 @@ def main() -> None:
             models[policy] = zoo.load(CARDS[name], precision=policy, strategy="default")
         medians = interleaved_step_times(models, inputs, labels, args.steps, args.repeats)
         for policy in POLICIES:
-            rows.append((name, models[policy].count_params(), policy, medians[policy],
-                         medians["float32"] / medians[policy], peak_memory_mb()))
+            rows.append(
+                (
+                    name,
+                    models[policy].count_params(),
+                    policy,
+                    medians[policy],
+                    medians["float32"] / medians[policy],
+                    peak_memory_mb(),
+                )
+            )
         del models
         keras.backend.clear_session()
 
-    print(f"\nFeature extraction (log-mel 64, {len(clips)} clips of {args.seconds:.0f} s, median of {args.repeats}):")
+    print(
+        f"\nFeature extraction (log-mel 64, {len(clips)} clips of {args.seconds:.0f} s, median of {args.repeats}):"
+    )
     for name, rate in features.items():
         print(f"  {name:34s} {rate:8.1f} utterances/s")
     graph, reference = features["tf.signal (graph, as in tf.data)"], features["librosa + numpy"]
     print(f"  tf.signal in a graph / librosa: {graph / reference:.2f}x")
-    print(f"\nTraining step: batch {args.batch} x {args.seconds:.0f} s ({frames} frames), "
-          f"median of {args.repeats} x {args.steps} interleaved steps")
-    print(f"{'model':12s} {'params':>10s} {'policy':15s} {'s/step':>7s} {'vs fp32':>8s} {'peak MB':>8s}")
+    print(
+        f"\nTraining step: batch {args.batch} x {args.seconds:.0f} s ({frames} frames), "
+        f"median of {args.repeats} x {args.steps} interleaved steps"
+    )
+    print(
+        f"{'model':12s} {'params':>10s} {'policy':15s} {'s/step':>7s} {'vs fp32':>8s} {'peak MB':>8s}"
+    )
     for name, params, policy, step, ratio, memory in rows:
         shown = f"{memory:8.0f}" if memory is not None else f"{'n/a':>8s}"
         print(f"{name:12s} {params:10,d} {policy:15s} {step:7.3f} {ratio:7.2f}x {shown}")

@@ -30,16 +30,29 @@ import tensorflow as tf  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
 
-PRECISIONS = {"float32": ("float32", False), "tf32": ("float32", True),
-              "mixed_float16": ("mixed_float16", False), "mixed_bfloat16": ("mixed_bfloat16", False)}
+PRECISIONS = {
+    "float32": ("float32", False),
+    "tf32": ("float32", True),
+    "mixed_float16": ("mixed_float16", False),
+    "mixed_bfloat16": ("mixed_bfloat16", False),
+}
 
 
 def build(args, policy: str, xla: bool) -> keras.Model:
     keras.utils.set_random_seed(0)
-    sizes = {"gnmt": dict(units=args.units, num_layers=args.layers),
-             "transformer": dict(d_model=args.units, num_layers=args.layers, ffn_dim=4 * args.units)}[args.model]
-    return zoo.load(args.model, vocab_size=args.vocab, dropout=0.0, precision=policy, strategy="default",
-                    jit_compile=xla, **sizes)
+    sizes = {
+        "gnmt": dict(units=args.units, num_layers=args.layers),
+        "transformer": dict(d_model=args.units, num_layers=args.layers, ffn_dim=4 * args.units),
+    }[args.model]
+    return zoo.load(
+        args.model,
+        vocab_size=args.vocab,
+        dropout=0.0,
+        precision=policy,
+        strategy="default",
+        jit_compile=xla,
+        **sizes,
+    )
 
 
 def device_name() -> str | None:
@@ -56,21 +69,27 @@ def timed_steps(model, batch, steps: int, device: str | None) -> tuple[float, fl
     for _ in range(steps):
         logs = model.train_on_batch(*batch, return_dict=True)
     seconds = (time.perf_counter() - start) / steps
-    peak = tf.config.experimental.get_memory_info(device)["peak"] - before if device else float("nan")
+    peak = (
+        tf.config.experimental.get_memory_info(device)["peak"] - before if device else float("nan")
+    )
     if not np.isfinite(logs["loss"]):
         raise RuntimeError(f"non-finite loss {logs['loss']}")
     return seconds, peak
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--model", choices=("gnmt", "transformer"), default="gnmt")
     parser.add_argument("--units", type=int, default=1024)
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--vocab", type=int, default=32000)
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--length", type=int, default=48)
-    parser.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=list(PRECISIONS))
+    parser.add_argument(
+        "--precisions", nargs="+", default=list(PRECISIONS), choices=list(PRECISIONS)
+    )
     parser.add_argument("--no-xla", action="store_true", help="skip the jit_compile variants")
     parser.add_argument("--steps", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
@@ -80,20 +99,29 @@ def main() -> None:
     rng = np.random.default_rng(0)
     ids = rng.integers(4, args.vocab, (args.batch, args.length)).astype("int32")
     batch = ({"source": ids, "target_in": ids}, ids)
-    variants = [(name, xla) for name in args.precisions for xla in ((False,) if args.no_xla else (False, True))]
+    variants = [
+        (name, xla)
+        for name in args.precisions
+        for xla in ((False,) if args.no_xla else (False, True))
+    ]
     models = {variant: build(args, PRECISIONS[variant[0]][0], variant[1]) for variant in variants}
     times = {v: [] for v in variants}
     peaks = {}
     # switching TF32 makes TensorFlow retrace every function: time the TF32-on variants (TensorFlow's
     # default) interleaved, then switch it off once and time the pure float32 ones interleaved
-    groups = {True: [v for v in variants if v[0] != "float32"], False: [v for v in variants if v[0] == "float32"]}
+    groups = {
+        True: [v for v in variants if v[0] != "float32"],
+        False: [v for v in variants if v[0] == "float32"],
+    }
     for tf32, group in groups.items():
         tf.config.experimental.enable_tensor_float_32_execution(tf32)
         for variant in group:
             start = time.perf_counter()
             timed_steps(models[variant], batch, 2, device)  # trace, compile, warm up
-            print(f"warmed up {variant[0]}{' + XLA' if variant[1] else ''} in {time.perf_counter() - start:.0f}s",
-                  flush=True)
+            print(
+                f"warmed up {variant[0]}{' + XLA' if variant[1] else ''} in {time.perf_counter() - start:.0f}s",
+                flush=True,
+            )
         for _ in range(args.repeats):
             for variant in group:
                 seconds, peaks[variant] = timed_steps(models[variant], batch, args.steps, device)
@@ -102,12 +130,18 @@ def main() -> None:
     median = {v: statistics.median(t) for v, t in times.items()}
     base = median[variants[0]]
     tokens = args.batch * args.length
-    print(f"\n{args.model} {args.layers} layers x {args.units}, vocabulary {args.vocab}, batch {args.batch} x "
-          f"{args.length} on {device or 'CPU'}; median of {args.repeats} x {args.steps} interleaved steps")
-    print(f"{'precision':16s} {'XLA':4s} {'s/step':>8s} {'tokens/s':>9s} {'speedup':>8s} {'peak MiB':>9s}")
+    print(
+        f"\n{args.model} {args.layers} layers x {args.units}, vocabulary {args.vocab}, batch {args.batch} x "
+        f"{args.length} on {device or 'CPU'}; median of {args.repeats} x {args.steps} interleaved steps"
+    )
+    print(
+        f"{'precision':16s} {'XLA':4s} {'s/step':>8s} {'tokens/s':>9s} {'speedup':>8s} {'peak MiB':>9s}"
+    )
     for (name, xla), seconds in median.items():
-        print(f"{name:16s} {'yes' if xla else 'no':4s} {seconds:8.4f} {tokens / seconds:9.0f} "
-              f"{base / seconds:7.2f}x {peaks[(name, xla)] / 2**20:9.0f}")
+        print(
+            f"{name:16s} {'yes' if xla else 'no':4s} {seconds:8.4f} {tokens / seconds:9.0f} "
+            f"{base / seconds:7.2f}x {peaks[(name, xla)] / 2**20:9.0f}"
+        )
 
 
 if __name__ == "__main__":

@@ -24,17 +24,20 @@ import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
-
 import keras  # noqa: E402
-
-from keras_s2s.layers import dropout, recurrent  # noqa: E402
-from keras_s2s.models import speech_to_text  # noqa: E402
-from keras_s2s.training import optimizers  # noqa: E402
-
+import tensorflow as tf  # noqa: E402
 from bench_speed import interleaved_medians, measure_each_model  # noqa: E402
 
-VARIANTS = [("float32", False), ("float32", True), ("mixed_bfloat16", False), ("mixed_bfloat16", True)]
+from keras_s2s import optimizers  # noqa: E402
+from keras_s2s.layers import dropout, recurrent  # noqa: E402
+from keras_s2s.models import speech_to_text  # noqa: E402
+
+VARIANTS = [
+    ("float32", False),
+    ("float32", True),
+    ("mixed_bfloat16", False),
+    ("mixed_bfloat16", True),
+]
 
 
 def _keras_ctc_loss(labels, logits, logit_lengths):
@@ -52,12 +55,22 @@ def _keras_adam_update_step(self, gradient, variable, learning_rate):
 
 # lever -> the (owner, attribute, Keras's own behaviour) swaps that switch it off
 LEVERS = {
-    "dropout": [(dropout, "drop", lambda x, rate, seed: tf.nn.experimental.stateless_dropout(x, rate, seed=seed))],
-    "hoisting": [(recurrent, "_hoisting_applies", lambda layer, training: False),
-                 (recurrent, "_cell_hoisting_applies", lambda cell, training: False)],
+    "dropout": [
+        (
+            dropout,
+            "drop",
+            lambda x, rate, seed: tf.nn.experimental.stateless_dropout(x, rate, seed=seed),
+        )
+    ],
+    "hoisting": [
+        (recurrent, "_hoisting_applies", lambda layer, training: False),
+        (recurrent, "cell_hoisting_applies", lambda cell, training: False),
+    ],
     "ctc-kernel": [(speech_to_text, "ctc_loss", _keras_ctc_loss)],
-    "fused-adam": [(optimizers.FusedAdamUpdate, "build", _keras_adam_build),
-                   (optimizers.FusedAdamUpdate, "update_step", _keras_adam_update_step)],
+    "fused-adam": [
+        (optimizers.FusedAdamUpdate, "build", _keras_adam_build),
+        (optimizers.FusedAdamUpdate, "update_step", _keras_adam_update_step),
+    ],
 }
 
 
@@ -77,22 +90,40 @@ def levers(enabled: bool, which=tuple(LEVERS)):
 
 def measure(architecture: str, args) -> dict:
     which = args.off or tuple(LEVERS)
-    variants = {(policy, enabled): dict(precision=policy, context=lambda enabled=enabled: levers(enabled, which))
-                for policy, enabled in VARIANTS}
+    variants = {
+        (policy, enabled): dict(
+            precision=policy, context=lambda enabled=enabled: levers(enabled, which)
+        )
+        for policy, enabled in VARIANTS
+    }
     return interleaved_medians(architecture, variants, args)
 
 
 def main() -> None:
-    results = measure_each_model(measure, __doc__, extra_arguments=lambda parser: parser.add_argument(
-        "--off", nargs="+", choices=list(LEVERS), help="switch off only these levers (default: all)"))
-    print("\nSeconds per step (median), levers off -> on, and the speed-ups (all measured in this run):")
-    print(f"{'model':12s} {'fp32 off':>9s} {'fp32 on':>8s} {'bf16 off':>9s} {'bf16 on':>8s} {'on/off fp32':>12s} "
-          f"{'on/off bf16':>12s} {'bf16/fp32 off':>14s} {'bf16/fp32 on':>13s}")
+    results = measure_each_model(
+        measure,
+        __doc__,
+        extra_arguments=lambda parser: parser.add_argument(
+            "--off",
+            nargs="+",
+            choices=list(LEVERS),
+            help="switch off only these levers (default: all)",
+        ),
+    )
+    print(
+        "\nSeconds per step (median), levers off -> on, and the speed-ups (all measured in this run):"
+    )
+    print(
+        f"{'model':12s} {'fp32 off':>9s} {'fp32 on':>8s} {'bf16 off':>9s} {'bf16 on':>8s} {'on/off fp32':>12s} "
+        f"{'on/off bf16':>12s} {'bf16/fp32 off':>14s} {'bf16/fp32 on':>13s}"
+    )
     for name, r in results.items():
         f0, f1 = r["float32", False], r["float32", True]
         b0, b1 = r["mixed_bfloat16", False], r["mixed_bfloat16", True]
-        print(f"{name:12s} {f0:9.3f} {f1:8.3f} {b0:9.3f} {b1:8.3f} {f0 / f1:11.2f}x {b0 / b1:11.2f}x "
-              f"{f0 / b0:13.2f}x {f1 / b1:12.2f}x")
+        print(
+            f"{name:12s} {f0:9.3f} {f1:8.3f} {b0:9.3f} {b1:8.3f} {f0 / f1:11.2f}x {b0 / b1:11.2f}x "
+            f"{f0 / b0:13.2f}x {f1 / b1:12.2f}x"
+        )
 
 
 if __name__ == "__main__":

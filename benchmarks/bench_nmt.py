@@ -27,32 +27,40 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-
-from keras_s2s import zoo  # noqa: E402
-
 from benchlib import interleaved_step_times, matmul_gflops, median_seconds  # noqa: E402
 from flops import training_flops  # noqa: E402
 
+from keras_s2s import zoo  # noqa: E402
+
 CARDS = {"gnmt": "gnmt_demo", "transformer": "transformer_demo", "convs2s": "convs2s_demo"}
-CONFIGS = [("float32", False), ("mixed_bfloat16", False), ("float32", True), ("mixed_bfloat16", True)]
+CONFIGS = [
+    ("float32", False),
+    ("mixed_bfloat16", False),
+    ("float32", True),
+    ("mixed_bfloat16", True),
+]
 
 
 def build(name: str, policy: str, xla: bool, vocab: int) -> keras.Model:
     keras.utils.set_random_seed(0)
-    return zoo.load(CARDS[name], vocab_size=vocab, precision=policy, strategy="default", jit_compile=xla)
+    return zoo.load(
+        CARDS[name], vocab_size=vocab, precision=policy, strategy="default", jit_compile=xla
+    )
 
 
 def time_decoding(model, source, max_length: int, repeats: int) -> dict:
     result = {}
     for width in (1, 4):
-        run = lambda: model.generate(source, max_length=max_length, beam_width=width)  # noqa: E731
+        run = lambda: model.generate(source, max_length=max_length, beam_width=width)  # noqa: E731, B023
         run()  # trace
         result[width] = len(source) / median_seconds(run, repeats)
     return result
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--models", nargs="+", default=list(CARDS), choices=list(CARDS))
     parser.add_argument("--vocab", type=int, default=2000)
     parser.add_argument("--batch", type=int, default=64)
@@ -73,24 +81,46 @@ def main() -> None:
     for name in args.models:
         models = {config: build(name, *config, args.vocab) for config in CONFIGS}
         seconds = interleaved_step_times(models, *batch_data, args.steps, args.repeats)
-        flops = training_flops(name, models[CONFIGS[0]], {"batch": args.batch, "length": args.length})
+        flops = training_flops(
+            name, models[CONFIGS[0]], {"batch": args.batch, "length": args.length}
+        )
         for (policy, xla), step in seconds.items():
-            rows.append((name, policy, xla, step, tokens / step, seconds[("float32", False)] / step,
-                         flops / step / 1e9, flops / step / 1e9 / peak[policy]))
+            rows.append(
+                (
+                    name,
+                    policy,
+                    xla,
+                    step,
+                    tokens / step,
+                    seconds[("float32", False)] / step,
+                    flops / step / 1e9,
+                    flops / step / 1e9 / peak[policy],
+                )
+            )
         # untrained models rarely stop early: every sentence decodes `length` steps, for both widths
-        decoding[name] = time_decoding(models[("mixed_bfloat16", False)], decode_source, args.length, args.repeats)
+        decoding[name] = time_decoding(
+            models[("mixed_bfloat16", False)], decode_source, args.length, args.repeats
+        )
         del models
         keras.backend.clear_session()
 
-    print(f"\nTraining: batch {args.batch} x {args.length} tokens, vocab {args.vocab}; "
-          f"median of {args.repeats} x {args.steps} interleaved steps")
-    print(f"{'model':12s} {'policy':15s} {'XLA':4s} {'s/step':>7s} {'tokens/s':>9s} {'vs fp32':>8s} "
-          f"{'GFLOP/s':>8s} {'util.':>6s}")
+    print(
+        f"\nTraining: batch {args.batch} x {args.length} tokens, vocab {args.vocab}; "
+        f"median of {args.repeats} x {args.steps} interleaved steps"
+    )
+    print(
+        f"{'model':12s} {'policy':15s} {'XLA':4s} {'s/step':>7s} {'tokens/s':>9s} {'vs fp32':>8s} "
+        f"{'GFLOP/s':>8s} {'util.':>6s}"
+    )
     for name, policy, xla, step, rate, ratio, gflops, util in rows:
-        print(f"{name:12s} {policy:15s} {'yes' if xla else 'no':4s} {step:7.3f} {rate:9.0f} {ratio:7.2f}x "
-              f"{gflops:8.1f} {util:6.1%}")
-    print(f"\nmatmul 2048^3: float32 {peak['float32']:.0f} GFLOP/s, bfloat16 {peak['mixed_bfloat16']:.0f} GFLOP/s "
-          "(util. = model GFLOP/s / matmul GFLOP/s of the same dtype)")
+        print(
+            f"{name:12s} {policy:15s} {'yes' if xla else 'no':4s} {step:7.3f} {rate:9.0f} {ratio:7.2f}x "
+            f"{gflops:8.1f} {util:6.1%}"
+        )
+    print(
+        f"\nmatmul 2048^3: float32 {peak['float32']:.0f} GFLOP/s, bfloat16 {peak['mixed_bfloat16']:.0f} GFLOP/s "
+        "(util. = model GFLOP/s / matmul GFLOP/s of the same dtype)"
+    )
     print(f"\nDecoding (mixed_bfloat16, {args.decode_batch} sentences, {args.length} steps each):")
     print(f"{'model':12s} {'greedy sent/s':>14s} {'beam 4 sent/s':>14s} {'beam/greedy':>12s}")
     for name, result in decoding.items():

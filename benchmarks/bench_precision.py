@@ -20,10 +20,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
+from benchlib import matmul_gflops  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
-
-from benchlib import matmul_gflops  # noqa: E402
 
 
 def handwritten_gnmt(vocab: int, layers: int, units: int) -> keras.Model:
@@ -46,7 +45,9 @@ def handwritten_gnmt(vocab: int, layers: int, units: int) -> keras.Model:
     hidden = keras.layers.Dense(units, activation="tanh")(keras.layers.Concatenate()([y, context]))
     logits = keras.layers.Dense(vocab, dtype="float32")(hidden)
     model = keras.Model({"source": source, "target_in": target_in}, logits)
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     return model
 
 
@@ -55,8 +56,16 @@ def build(kind: str, policy: str, args) -> keras.Model:
     keras.utils.set_random_seed(0)
     if kind == "handwritten":
         return handwritten_gnmt(args.vocab, args.layers, args.units)
-    return zoo.load("gnmt", vocab_size=args.vocab, num_layers=args.layers, units=args.units, dropout=0.0,
-                    precision=policy, strategy="default", clipnorm=None)
+    return zoo.load(
+        "gnmt",
+        vocab_size=args.vocab,
+        num_layers=args.layers,
+        units=args.units,
+        dropout=0.0,
+        precision=policy,
+        strategy="default",
+        clipnorm=None,
+    )
 
 
 def make_step(model, batch):
@@ -74,7 +83,9 @@ def make_step(model, batch):
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--units", type=int, default=1024)
     parser.add_argument("--layers", type=int, default=2)
     parser.add_argument("--vocab", type=int, default=8000)
@@ -82,14 +93,20 @@ if __name__ == "__main__":
     parser.add_argument("--length", type=int, default=24)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per repeat")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--no-float16", action="store_true", help="skip mixed_float16 (slow on CPUs)")
+    parser.add_argument(
+        "--no-float16", action="store_true", help="skip mixed_float16 (slow on CPUs)"
+    )
     args = parser.parse_args()
 
     rng = np.random.default_rng(0)
     ids = rng.integers(4, args.vocab, (args.batch, args.length)).astype("int32")
     batch = ({"source": ids, "target_in": ids}, ids)
-    variants = [("zoo", "float32"), ("zoo", "mixed_bfloat16"), ("handwritten", "float32"),
-                ("handwritten", "mixed_bfloat16")]
+    variants = [
+        ("zoo", "float32"),
+        ("zoo", "mixed_bfloat16"),
+        ("handwritten", "float32"),
+        ("handwritten", "mixed_bfloat16"),
+    ]
     if not args.no_float16:
         variants.append(("zoo", "mixed_float16"))
     steps = {v: make_step(build(*v, args), batch) for v in variants}
@@ -100,17 +117,23 @@ if __name__ == "__main__":
     median = {v: statistics.median(t) for v, t in times.items()}
     flops = {"float32": matmul_gflops("float32"), "bfloat16": matmul_gflops("bfloat16")}
 
-    print(f"\nGNMT {args.layers}+{args.layers} layers x {args.units} units, vocab {args.vocab}, "
-          f"batch {args.batch} x {args.length} tokens; median of {args.repeats} x {args.steps} steps")
+    print(
+        f"\nGNMT {args.layers}+{args.layers} layers x {args.units} units, vocab {args.vocab}, "
+        f"batch {args.batch} x {args.length} tokens; median of {args.repeats} x {args.steps} steps"
+    )
     print(f"{'model':12s} {'policy':16s} {'s/step':>8s} {'tokens/s':>9s}")
     for (kind, policy), seconds in median.items():
         print(f"{kind:12s} {policy:16s} {seconds:8.3f} {args.batch * args.length / seconds:9.0f}")
     f32, bf16 = median[("zoo", "float32")], median[("zoo", "mixed_bfloat16")]
     print(f"\nspeed-up mixed_bfloat16 / float32 (zoo GNMT):       {f32 / bf16:.2f}x")
     if ("zoo", "mixed_float16") in median:
-        print(f"speed-up mixed_float16 / float32 (zoo GNMT):        {f32 / median[('zoo', 'mixed_float16')]:.2f}x")
+        print(
+            f"speed-up mixed_float16 / float32 (zoo GNMT):        {f32 / median[('zoo', 'mixed_float16')]:.2f}x"
+        )
     for policy in ("float32", "mixed_bfloat16"):
         ratio = median[("zoo", policy)] / median[("handwritten", policy)]
         print(f"zoo GNMT step time / hand-written ({policy:14s}): {ratio:.2f}")
-    print(f"2048^3 matmul: float32 {flops['float32']:.0f} GFLOP/s, bfloat16 {flops['bfloat16']:.0f} GFLOP/s "
-          f"({flops['bfloat16'] / flops['float32']:.2f}x)")
+    print(
+        f"2048^3 matmul: float32 {flops['float32']:.0f} GFLOP/s, bfloat16 {flops['bfloat16']:.0f} GFLOP/s "
+        f"({flops['bfloat16'] / flops['float32']:.2f}x)"
+    )

@@ -41,13 +41,12 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
-
-from keras_s2s import zoo  # noqa: E402
-
 import optrace  # noqa: E402
+import tensorflow as tf  # noqa: E402
 from benchlib import matmul_gflops  # noqa: E402
 from flops import TEXT, training_flops  # noqa: E402
+
+from keras_s2s import zoo  # noqa: E402
 
 ARCHITECTURES = {  # architecture -> (demo card, full card)
     "gnmt": ("gnmt_demo", "gnmt"),
@@ -60,17 +59,34 @@ ARCHITECTURES = {  # architecture -> (demo card, full card)
 }
 POLICIES = ("float32", "mixed_bfloat16")
 PEAK_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16"}
-CLASS_ORDER = ("matmul/conv", "element-wise", "random (dropout)", "casts", "softmax/normalisation",
-               "embedding gathers", "data movement", "control flow", "optimizer update", "input pipeline", "other")
+CLASS_ORDER = (
+    "matmul/conv",
+    "element-wise",
+    "random (dropout)",
+    "casts",
+    "softmax/normalisation",
+    "embedding gathers",
+    "data movement",
+    "control flow",
+    "optimizer update",
+    "input pipeline",
+    "other",
+)
 TOP_SCOPES = 8  # element-wise scopes listed per row
 
 
 def add_batch_arguments(parser) -> None:
     """The options that shape `synthetic_batch` (shared with bench_levers.py)."""
-    parser.add_argument("--models", nargs="+", default=list(ARCHITECTURES), choices=list(ARCHITECTURES))
+    parser.add_argument(
+        "--models", nargs="+", default=list(ARCHITECTURES), choices=list(ARCHITECTURES)
+    )
     parser.add_argument("--length", type=int, default=24, help="tokens per sentence (text)")
-    parser.add_argument("--seconds", type=float, default=3.0, help="audio per utterance (speech recognition)")
-    parser.add_argument("--tts-seconds", type=float, default=2.0, help="audio per utterance (speech synthesis)")
+    parser.add_argument(
+        "--seconds", type=float, default=3.0, help="audio per utterance (speech recognition)"
+    )
+    parser.add_argument(
+        "--tts-seconds", type=float, default=2.0, help="audio per utterance (speech synthesis)"
+    )
     parser.add_argument("--characters", type=int, default=40, help="characters per sentence (TTS)")
     parser.add_argument("--steps", type=int, default=4, help="timed steps per repeat (demo sizes)")
     parser.add_argument("--repeats", type=int, default=3)
@@ -80,18 +96,33 @@ def synthetic_batch(architecture: str, model, batch: int, args, rng):
     """(inputs, labels, shape for the FLOP count, work units per step, unit name)."""
     if architecture in TEXT:
         ids = rng.integers(4, model.vocab_size, (batch, args.length)).astype("int32")
-        return ({"source": ids, "target_in": ids}, ids, {"batch": batch, "length": args.length},
-                batch * args.length, "tokens")
+        return (
+            {"source": ids, "target_in": ids},
+            ids,
+            {"batch": batch, "length": args.length},
+            batch * args.length,
+            "tokens",
+        )
     if architecture == "tacotron2":
         r = model.reduction_factor
         frames = int(args.tts_seconds * 80) // r * r
         mel = rng.normal(-4.0, 2.0, (batch, frames, model.num_mels)).astype("float32")
-        text = rng.integers(1, model.vocabulary.vocab_size, (batch, args.characters)).astype("int32")
+        text = rng.integers(1, model.vocabulary.vocab_size, (batch, args.characters)).astype(
+            "int32"
+        )
         inputs = {"text": text, "mel": mel, "mel_lengths": np.full(batch, frames, "int32")}
-        return inputs, mel, {"batch": batch, "frames": frames, "characters": args.characters}, batch * frames, "frames"
+        return (
+            inputs,
+            mel,
+            {"batch": batch, "frames": frames, "characters": args.characters},
+            batch * frames,
+            "frames",
+        )
     frames = int(args.seconds * 100) // 8 * 8
-    inputs = {"features": rng.normal(size=(batch, frames, model.num_features)).astype("float32"),
-              "feature_lengths": np.full(batch, frames, "int32")}
+    inputs = {
+        "features": rng.normal(size=(batch, frames, model.num_features)).astype("float32"),
+        "feature_lengths": np.full(batch, frames, "int32"),
+    }
     labels = rng.integers(1, 29, (batch, int(args.seconds * 12))).astype("int32")
     return inputs, labels, {"batch": batch, "frames": frames}, batch * frames, "frames"
 
@@ -121,7 +152,9 @@ def fit_steps(model, dataset, steps: int) -> tuple[list, float, float]:
 def measure_each_model(measure, description: str, extra_arguments=None) -> dict:
     """Parse the batch options (and `extra_arguments(parser)`'s), run `measure(architecture, args)` for each
     `--models` entry, print progress; returns {architecture: result} (shared by bench_levers and bench_xla)."""
-    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_batch_arguments(parser)
     if extra_arguments:
         extra_arguments(parser)
@@ -147,7 +180,9 @@ def interleaved_medians(architecture: str, variants: dict, args) -> dict:
         context = settings.pop("context", contextlib.nullcontext)
         keras.utils.set_random_seed(0)
         model = zoo.load(card, strategy="default", **settings)
-        inputs, labels, _, units, _ = synthetic_batch(architecture, model, batch, args, np.random.default_rng(0))
+        inputs, labels, _, units, _ = synthetic_batch(
+            architecture, model, batch, args, np.random.default_rng(0)
+        )
         datasets[key] = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
         with context():  # the train function is traced here
             fit_steps(model, datasets[key], 2)
@@ -170,24 +205,34 @@ def op_class_profile(model, dataset, steps: int) -> tuple[dict, dict, dict]:
             model.fit(dataset, steps_per_epoch=steps, epochs=1, verbose=0)
         classes = {name: value / steps for name, value in optrace.op_class_seconds(logdir).items()}
         levels = optrace.kernel_concurrency(logdir)
-        elementwise = {scope: value / steps for scope, value in
-                       optrace.op_scope_seconds(logdir, "element-wise").most_common(TOP_SCOPES)}
+        elementwise = {
+            scope: value / steps
+            for scope, value in optrace.op_scope_seconds(logdir, "element-wise").most_common(
+                TOP_SCOPES
+            )
+        }
     span = sum(levels.values()) or 1.0
-    at_once = {"0": levels.get(0, 0.0) / span, "1": levels.get(1, 0.0) / span,
-               "2+": sum(v for k, v in levels.items() if k >= 2) / span}
+    at_once = {
+        "0": levels.get(0, 0.0) / span,
+        "1": levels.get(1, 0.0) / span,
+        "2+": sum(v for k, v in levels.items() if k >= 2) / span,
+    }
     return classes, at_once, elementwise
 
 
 def measure(architecture: str, size: str, args, peak: dict) -> list[dict]:
     card_name = ARCHITECTURES[architecture][0 if size == "demo" else 1]
     batch = zoo.get_card(card_name).data["batch_size"]
-    steps, repeats = (args.steps, args.repeats) if size == "demo" else (args.full_steps, args.full_repeats)
+    steps, repeats = (
+        (args.steps, args.repeats) if size == "demo" else (args.full_steps, args.full_repeats)
+    )
     models, datasets = {}, {}
     for policy in POLICIES:
         keras.utils.set_random_seed(0)
         models[policy] = zoo.load(card_name, precision=policy, strategy="default")
-        inputs, labels, shape, units, unit_name = synthetic_batch(architecture, models[policy], batch, args,
-                                                                  np.random.default_rng(0))
+        inputs, labels, shape, units, unit_name = synthetic_batch(
+            architecture, models[policy], batch, args, np.random.default_rng(0)
+        )
         datasets[policy] = tf.data.Dataset.from_tensors((inputs, labels)).repeat()
         fit_steps(models[policy], datasets[policy], 2)  # trace and warm up
     times = {policy: [] for policy in POLICIES}
@@ -199,15 +244,30 @@ def measure(architecture: str, size: str, args, peak: dict) -> list[dict]:
     for policy in POLICIES:
         wall = statistics.median(step for t in times[policy] for step in t[0])
         cpu = sum(t[2] for t in times[policy]) / sum(t[1] for t in times[policy])
-        profile, at_once, elementwise = op_class_profile(models[policy], datasets[policy], args.profile_steps)
+        profile, at_once, elementwise = op_class_profile(
+            models[policy], datasets[policy], args.profile_steps
+        )
         kernel_seconds = sum(profile.values()) or 1.0
-        rows.append({
-            "architecture": architecture, "card": card_name, "size": size, "policy": policy, "batch": batch,
-            "params": models[policy].count_params(), "s_per_step": wall, "units_per_s": units / wall,
-            "unit": unit_name, "gflops": flops / wall / 1e9, "utilisation": flops / wall / 1e9 / peak[policy],
-            "cores_busy": cpu, "kernel_seconds": profile, "kernels_at_once": at_once, "elementwise_top": elementwise,
-            "op_classes": {name: value / kernel_seconds for name, value in profile.items()},
-        })
+        rows.append(
+            {
+                "architecture": architecture,
+                "card": card_name,
+                "size": size,
+                "policy": policy,
+                "batch": batch,
+                "params": models[policy].count_params(),
+                "s_per_step": wall,
+                "units_per_s": units / wall,
+                "unit": unit_name,
+                "gflops": flops / wall / 1e9,
+                "utilisation": flops / wall / 1e9 / peak[policy],
+                "cores_busy": cpu,
+                "kernel_seconds": profile,
+                "kernels_at_once": at_once,
+                "elementwise_top": elementwise,
+                "op_classes": {name: value / kernel_seconds for name, value in profile.items()},
+            }
+        )
     rows[1]["speedup"] = rows[0]["s_per_step"] / rows[1]["s_per_step"]
     rows[0]["speedup"] = 1.0
     del models
@@ -217,14 +277,20 @@ def measure(architecture: str, size: str, args, peak: dict) -> list[dict]:
 
 def print_table(rows: list[dict], peak: dict) -> None:
     """The speed table, then each op class's share of the kernel time and its kernel seconds per step."""
-    print(f"\nmatmul 2048^3: float32 {peak['float32']:.0f} GFLOP/s, bfloat16 {peak['mixed_bfloat16']:.0f} GFLOP/s "
-          "(utilisation = model FLOP/s over the same dtype's matmul FLOP/s)\n")
-    print(f"{'card':18s} {'policy':15s} {'batch':>5s} {'s/step':>7s} {'units/s':>14s} {'vs fp32':>8s} "
-          f"{'util.':>6s} {'cores':>5s}")
+    print(
+        f"\nmatmul 2048^3: float32 {peak['float32']:.0f} GFLOP/s, bfloat16 {peak['mixed_bfloat16']:.0f} GFLOP/s "
+        "(utilisation = model FLOP/s over the same dtype's matmul FLOP/s)\n"
+    )
+    print(
+        f"{'card':18s} {'policy':15s} {'batch':>5s} {'s/step':>7s} {'units/s':>14s} {'vs fp32':>8s} "
+        f"{'util.':>6s} {'cores':>5s}"
+    )
     for row in rows:
         rate = f"{row['units_per_s']:,.0f} {row['unit'][:3]}"
-        print(f"{row['card']:18s} {row['policy']:15s} {row['batch']:5d} {row['s_per_step']:7.3f} {rate:>14s} "
-              f"{row['speedup']:7.2f}x {row['utilisation']:6.1%} {row['cores_busy']:5.2f}")
+        print(
+            f"{row['card']:18s} {row['policy']:15s} {row['batch']:5d} {row['s_per_step']:7.3f} {rate:>14s} "
+            f"{row['speedup']:7.2f}x {row['utilisation']:6.1%} {row['cores_busy']:5.2f}"
+        )
     classes = [c for c in CLASS_ORDER if any(c in row["op_classes"] for row in rows)]
     print("\nShare of kernel time by op class (profiler trace):")
     print(f"{'card':18s} {'policy':15s} " + " ".join(f"{c[:12]:>12s}" for c in classes))
@@ -232,34 +298,48 @@ def print_table(rows: list[dict], peak: dict) -> None:
         shares = " ".join(f"{row['op_classes'].get(c, 0.0):12.1%}" for c in classes)
         print(f"{row['card']:18s} {row['policy']:15s} {shares}")
     print("\nKernel seconds per step by op class (all threads summed):")
-    print(f"{'card':18s} {'policy':15s} " + " ".join(f"{c[:12]:>12s}" for c in classes) + f" {'total':>7s}")
+    print(
+        f"{'card':18s} {'policy':15s} "
+        + " ".join(f"{c[:12]:>12s}" for c in classes)
+        + f" {'total':>7s}"
+    )
     for row in rows:
         seconds = row.get("kernel_seconds", {})
         cells = " ".join(f"{seconds.get(c, 0.0):12.3f}" for c in classes)
         print(f"{row['card']:18s} {row['policy']:15s} {cells} {sum(seconds.values()):7.3f}")
     if any("kernels_at_once" in row for row in rows):
-        print("\nShare of the traced span with 0, 1, 2+ op kernels running at once (0: Python, runtime, waiting):")
+        print(
+            "\nShare of the traced span with 0, 1, 2+ op kernels running at once (0: Python, runtime, waiting):"
+        )
         print(f"{'card':18s} {'policy':15s} {'0':>6s} {'1':>6s} {'2+':>6s}")
         for row in rows:
             at_once = row.get("kernels_at_once", {})
-            print(f"{row['card']:18s} {row['policy']:15s} "
-                  + " ".join(f"{at_once.get(k, 0.0):6.1%}" for k in ("0", "1", "2+")))
+            print(
+                f"{row['card']:18s} {row['policy']:15s} "
+                + " ".join(f"{at_once.get(k, 0.0):6.1%}" for k in ("0", "1", "2+"))
+            )
     for row in rows:
         if row.get("elementwise_top"):
-            print(f"\nElement-wise kernel seconds per step, {row['card']} {row['policy']} (pass, scope, op type):")
+            print(
+                f"\nElement-wise kernel seconds per step, {row['card']} {row['policy']} (pass, scope, op type):"
+            )
             for scope, seconds in row["elementwise_top"].items():
                 print(f"  {seconds:7.3f}  {scope}")
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     add_batch_arguments(parser)
     parser.add_argument("--sizes", nargs="+", default=["demo", "full"], choices=["demo", "full"])
     parser.add_argument("--full-steps", type=int, default=1)
     parser.add_argument("--full-repeats", type=int, default=2)
     parser.add_argument("--profile-steps", type=int, default=2)
     parser.add_argument("--json", help="also write the rows to this JSON file")
-    parser.add_argument("--table", help="print the table of a JSON file written by --json, measure nothing")
+    parser.add_argument(
+        "--table", help="print the table of a JSON file written by --json, measure nothing"
+    )
     args = parser.parse_args()
     if args.table:
         with open(args.table, encoding="utf-8") as handle:
@@ -273,7 +353,9 @@ def main() -> None:
         for architecture in args.models:
             rows += measure(architecture, size, args, peak)
             for row in rows[-2:]:
-                print(f"  {row['card']} {row['policy']}: {row['s_per_step']:.3f} s/step", flush=True)
+                print(
+                    f"  {row['card']} {row['policy']}: {row['s_per_step']:.3f} s/step", flush=True
+                )
             if args.json:  # after every model, so a long run interrupted keeps what it measured
                 with open(args.json, "w", encoding="utf-8") as handle:
                     json.dump({"peak_gflops": peak, "rows": rows}, handle, indent=1)

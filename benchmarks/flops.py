@@ -23,7 +23,9 @@ TEXT = ("gnmt", "transformer", "convs2s")
 
 def _is_matmul_weight(weight) -> bool:
     path = weight.path
-    return len(weight.shape) >= 2 and not any(part in path for part in ("embedding", "positions", "bias"))
+    return len(weight.shape) >= 2 and not any(
+        part in path for part in ("embedding", "positions", "bias")
+    )
 
 
 def _text_positions(weight, shape) -> float:
@@ -35,7 +37,11 @@ def _speech_positions(model, shape):
 
     def positions(weight, _):
         if len(weight.shape) == 4:  # DeepSpeech2's 2-D convolutions: time x frequency outputs
-            frequency = model.num_features // 2 if weight.path.endswith("conv_0/kernel") else model.num_features // 4
+            frequency = (
+                model.num_features // 2
+                if weight.path.endswith("conv_0/kernel")
+                else model.num_features // 4
+            )
             return frames * frequency
         return frames
 
@@ -51,7 +57,8 @@ def _synthesis_positions(model, shape):
             return shape["batch"] * shape["characters"]
         if "postnet" in path:
             return shape["batch"] * shape["frames"]
-        if "location" in path or "energy" in path:  # applied to every character at every decoder step
+        # applied to every character at every decoder step
+        if "location" in path or "energy" in path:
             return steps * shape["characters"]
         return steps
 
@@ -72,8 +79,10 @@ def attention_flops(architecture: str, model, shape) -> float:
         return layers * 4 * pairs * model.d_model
     if architecture == "gnmt":
         units = model.attention_units or model.units
-        return pairs * (3 * units + 2 * model.units)  # add + tanh + v-dot per pair, then the weighted sum
-    return len(model.channels) * 4 * pairs * model.embedding_dim  # convs2s: every decoder layer attends
+        # add + tanh + v-dot per pair, then the weighted sum
+        return pairs * (3 * units + 2 * model.units)
+    # convs2s: every decoder layer attends
+    return len(model.channels) * 4 * pairs * model.embedding_dim
 
 
 def training_flops(architecture: str, model, shape: dict) -> float:
@@ -88,8 +97,12 @@ def training_flops(architecture: str, model, shape: dict) -> float:
         positions = _synthesis_positions(model, shape)
     else:
         positions = _speech_positions(model, shape)
-    total = sum(6.0 * int(np.prod(w.shape)) * positions(w, shape)
-                for w in model.trainable_weights if _is_matmul_weight(w))
-    if getattr(model, "share_embeddings", False):  # the shared embedding is also the output projection
+    total = sum(
+        6.0 * int(np.prod(w.shape)) * positions(w, shape)
+        for w in model.trainable_weights
+        if _is_matmul_weight(w)
+    )
+    # the shared embedding is also the output projection
+    if getattr(model, "share_embeddings", False):
         total += 6.0 * model.vocab_size * model.d_model * _text_positions(None, shape)
     return total + 3.0 * attention_flops(architecture, model, shape)

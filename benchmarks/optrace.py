@@ -27,23 +27,39 @@ from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
 
 _FIELDS = {  # message -> [(name, number, type, label, message type)]; the subset of xplane.proto we read
     "XSpace": [("planes", 1, "message", "repeated", "XPlane")],
-    "XPlane": [("id", 1, "int64", "optional", None), ("name", 2, "string", "optional", None),
-               ("lines", 3, "message", "repeated", "XLine"),
-               ("event_metadata", 4, "message", "repeated", "XPlane.EventMetadataEntry")],
-    "XPlane.EventMetadataEntry": [("key", 1, "int64", "optional", None),
-                                  ("value", 2, "message", "optional", "XEventMetadata")],
-    "XLine": [("id", 1, "int64", "optional", None), ("name", 2, "string", "optional", None),
-              ("timestamp_ns", 3, "int64", "optional", None), ("events", 4, "message", "repeated", "XEvent")],
-    "XEvent": [("metadata_id", 1, "int64", "optional", None), ("offset_ps", 2, "int64", "optional", None),
-               ("duration_ps", 3, "int64", "optional", None)],
-    "XEventMetadata": [("id", 1, "int64", "optional", None), ("name", 2, "string", "optional", None),
-                       ("display_name", 4, "string", "optional", None)],
+    "XPlane": [
+        ("id", 1, "int64", "optional", None),
+        ("name", 2, "string", "optional", None),
+        ("lines", 3, "message", "repeated", "XLine"),
+        ("event_metadata", 4, "message", "repeated", "XPlane.EventMetadataEntry"),
+    ],
+    "XPlane.EventMetadataEntry": [
+        ("key", 1, "int64", "optional", None),
+        ("value", 2, "message", "optional", "XEventMetadata"),
+    ],
+    "XLine": [
+        ("id", 1, "int64", "optional", None),
+        ("name", 2, "string", "optional", None),
+        ("timestamp_ns", 3, "int64", "optional", None),
+        ("events", 4, "message", "repeated", "XEvent"),
+    ],
+    "XEvent": [
+        ("metadata_id", 1, "int64", "optional", None),
+        ("offset_ps", 2, "int64", "optional", None),
+        ("duration_ps", 3, "int64", "optional", None),
+    ],
+    "XEventMetadata": [
+        ("id", 1, "int64", "optional", None),
+        ("name", 2, "string", "optional", None),
+        ("display_name", 4, "string", "optional", None),
+    ],
 }
 
 
 def _xspace_class():
-    proto = descriptor_pb2.FileDescriptorProto(name="keras_s2s_bench_xplane.proto", package="kss_xplane",
-                                               syntax="proto3")
+    proto = descriptor_pb2.FileDescriptorProto(
+        name="keras_s2s_bench_xplane.proto", package="kss_xplane", syntax="proto3"
+    )
     kinds = descriptor_pb2.FieldDescriptorProto
     messages = {}
     for full_name in _FIELDS:
@@ -56,8 +72,9 @@ def _xspace_class():
             messages[full_name] = proto.message_type.add(name=outer)
     for full_name, fields in _FIELDS.items():
         for name, number, kind, label, type_name in fields:
-            field = messages[full_name].field.add(name=name, number=number,
-                                                  label=getattr(kinds, f"LABEL_{label.upper()}"))
+            field = messages[full_name].field.add(
+                name=name, number=number, label=getattr(kinds, f"LABEL_{label.upper()}")
+            )
             field.type = getattr(kinds, f"TYPE_{kind.upper()}")
             if type_name:
                 field.type_name = f".kss_xplane.{type_name}"
@@ -70,32 +87,191 @@ XSpace = _xspace_class()
 
 # Op types by class; anything unlisted is "other". Order matters: the first match wins.
 OP_CLASSES = [
-    ("matmul/conv", ("MatMul", "BatchMatMul", "Conv", "Einsum", "_MklMatMul", "_MklConv", "_FusedMatMul",
-                     "_FusedConv", "_MklFused", "_MklBatchMatMul", "_MklNative", "_MklEinsum")),
+    (
+        "matmul/conv",
+        (
+            "MatMul",
+            "BatchMatMul",
+            "Conv",
+            "Einsum",
+            "_MklMatMul",
+            "_MklConv",
+            "_FusedMatMul",
+            "_FusedConv",
+            "_MklFused",
+            "_MklBatchMatMul",
+            "_MklNative",
+            "_MklEinsum",
+        ),
+    ),
     ("casts", ("Cast",)),
-    ("softmax/normalisation", ("Softmax", "LogSoftmax", "SoftmaxCrossEntropy", "SparseSoftmax", "FusedBatchNorm",
-                               "_MklFusedBatchNorm", "_MklLayerNorm", "Mean", "Rsqrt", "RsqrtGrad", "Moments",
-                               "SquaredDifference", "Max", "LogSumExp")),
-    ("random (dropout)", ("StatelessRandom", "RandomUniform", "RandomStandardNormal", "StatelessTruncated",
-                          "Philox", "ThreefryFold")),
-    ("embedding gathers", ("GatherV2", "ResourceGather", "GatherNd", "UnsortedSegmentSum", "Unique",
-                           "ScatterNd", "TensorScatter", "ResourceScatter")),
-    ("optimizer update", ("ResourceApplyAdam", "AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-                          "ReadVariableOp", "ResourceApply")),
+    (
+        "softmax/normalisation",
+        (
+            "Softmax",
+            "LogSoftmax",
+            "SoftmaxCrossEntropy",
+            "SparseSoftmax",
+            "FusedBatchNorm",
+            "_MklFusedBatchNorm",
+            "_MklLayerNorm",
+            "Mean",
+            "Rsqrt",
+            "RsqrtGrad",
+            "Moments",
+            "SquaredDifference",
+            "Max",
+            "LogSumExp",
+        ),
+    ),
+    (
+        "random (dropout)",
+        (
+            "StatelessRandom",
+            "RandomUniform",
+            "RandomStandardNormal",
+            "StatelessTruncated",
+            "Philox",
+            "ThreefryFold",
+        ),
+    ),
+    (
+        "embedding gathers",
+        (
+            "GatherV2",
+            "ResourceGather",
+            "GatherNd",
+            "UnsortedSegmentSum",
+            "Unique",
+            "ScatterNd",
+            "TensorScatter",
+            "ResourceScatter",
+        ),
+    ),
+    (
+        "optimizer update",
+        (
+            "ResourceApplyAdam",
+            "AssignVariableOp",
+            "AssignAddVariableOp",
+            "AssignSubVariableOp",
+            "ReadVariableOp",
+            "ResourceApply",
+        ),
+    ),
     ("input pipeline", ("IteratorGetNext", "Iterator", "Dataset", "MapDataset", "PrefetchDataset")),
-    ("control flow", ("While", "StatelessWhile", "If", "StatelessIf", "TensorList", "Enter", "Exit",
-                      "NextIteration", "LoopCond", "Merge", "Switch")),
-    ("element-wise", ("Add", "AddV2", "AddN", "Sub", "Mul", "RealDiv", "Div", "Tanh", "TanhGrad", "Sigmoid",
-                      "SigmoidGrad", "Relu", "ReluGrad", "Select", "SelectV2", "Where", "Sqrt", "SqrtGrad", "Square",
-                      "Exp", "Log", "Neg", "Maximum", "Minimum", "Pow", "Equal", "NotEqual", "Greater", "Less",
-                      "LogicalAnd", "LogicalOr", "LogicalNot", "BiasAdd", "BiasAddGrad", "Sum", "Tile", "Fill",
-                      "ZerosLike", "OnesLike", "Reciprocal", "Erf", "Sign", "Abs", "Floor", "Cumsum", "Range",
-                      "_MklAdd", "_MklMul", "_MklSquaredDifference", "_MklMaximum", "BroadcastTo", "Sin", "Cos",
-                      "Elu", "Gelu", "DivNoNan", "Softplus", "ClipByValue", "IsFinite", "Prod", "ArgMax")),
-    ("data movement", ("Transpose", "Reshape", "ConcatV2", "Concat", "Split", "SplitV", "Slice", "StridedSlice",
-                       "StridedSliceGrad", "Pack", "Unpack", "Pad", "PadV2", "MirrorPad", "Identity", "ExpandDims",
-                       "Squeeze", "Shape", "Size", "_MklTranspose", "_MklReshape", "_MklConcat",
-                       "ReverseV2", "ReverseSequence", "OneHot")),
+    (
+        "control flow",
+        (
+            "While",
+            "StatelessWhile",
+            "If",
+            "StatelessIf",
+            "TensorList",
+            "Enter",
+            "Exit",
+            "NextIteration",
+            "LoopCond",
+            "Merge",
+            "Switch",
+        ),
+    ),
+    (
+        "element-wise",
+        (
+            "Add",
+            "AddV2",
+            "AddN",
+            "Sub",
+            "Mul",
+            "RealDiv",
+            "Div",
+            "Tanh",
+            "TanhGrad",
+            "Sigmoid",
+            "SigmoidGrad",
+            "Relu",
+            "ReluGrad",
+            "Select",
+            "SelectV2",
+            "Where",
+            "Sqrt",
+            "SqrtGrad",
+            "Square",
+            "Exp",
+            "Log",
+            "Neg",
+            "Maximum",
+            "Minimum",
+            "Pow",
+            "Equal",
+            "NotEqual",
+            "Greater",
+            "Less",
+            "LogicalAnd",
+            "LogicalOr",
+            "LogicalNot",
+            "BiasAdd",
+            "BiasAddGrad",
+            "Sum",
+            "Tile",
+            "Fill",
+            "ZerosLike",
+            "OnesLike",
+            "Reciprocal",
+            "Erf",
+            "Sign",
+            "Abs",
+            "Floor",
+            "Cumsum",
+            "Range",
+            "_MklAdd",
+            "_MklMul",
+            "_MklSquaredDifference",
+            "_MklMaximum",
+            "BroadcastTo",
+            "Sin",
+            "Cos",
+            "Elu",
+            "Gelu",
+            "DivNoNan",
+            "Softplus",
+            "ClipByValue",
+            "IsFinite",
+            "Prod",
+            "ArgMax",
+        ),
+    ),
+    (
+        "data movement",
+        (
+            "Transpose",
+            "Reshape",
+            "ConcatV2",
+            "Concat",
+            "Split",
+            "SplitV",
+            "Slice",
+            "StridedSlice",
+            "StridedSliceGrad",
+            "Pack",
+            "Unpack",
+            "Pad",
+            "PadV2",
+            "MirrorPad",
+            "Identity",
+            "ExpandDims",
+            "Squeeze",
+            "Shape",
+            "Size",
+            "_MklTranspose",
+            "_MklReshape",
+            "_MklConcat",
+            "ReverseV2",
+            "ReverseSequence",
+            "OneHot",
+        ),
+    ),
 ]
 
 
@@ -121,11 +297,17 @@ def _kernel_intervals(space):
         for line in plane.lines:
             for event in line.events:
                 name = names.get(event.metadata_id, "")
-                if ":" not in name or "::" in name:  # op kernels are "op_name:OpType"; "A::B" are runtime scopes
+                # op kernels are "op_name:OpType"; "A::B" are runtime scopes
+                if ":" not in name or "::" in name:
                     continue
                 op_name, op_type = name.rsplit(":", 1)
                 if op_type[:1].isupper() or op_type.startswith("_"):
-                    yield op_name, op_type, line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12, event.duration_ps * 1e-12
+                    yield (
+                        op_name,
+                        op_type,
+                        line.timestamp_ns * 1e-9 + event.offset_ps * 1e-12,
+                        event.duration_ps * 1e-12,
+                    )
 
 
 def _kernel_events(space):
@@ -136,7 +318,9 @@ def _kernel_events(space):
 
 def read_xspace(logdir: str):
     """The newest profile under `logdir`, parsed."""
-    paths = sorted(glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True), key=os.path.getmtime)
+    paths = sorted(
+        glob.glob(os.path.join(logdir, "**", "*.xplane.pb"), recursive=True), key=os.path.getmtime
+    )
     if not paths:
         raise FileNotFoundError(f"no *.xplane.pb profile under {logdir}")
     space = XSpace()
@@ -172,7 +356,11 @@ def op_scope(op_name: str, depth: int = 3) -> str:
         >>> op_scope("StatefulPartitionedCall/gradient_tape/model_1/decoder_2_1/attention/Mul_2", depth=2)
         'backward model/decoder'
     """
-    parts = [_COPY_NUMBER.sub("", part) for part in op_name.split("/") if not _FUNCTION_CALL.fullmatch(part)]
+    parts = [
+        _COPY_NUMBER.sub("", part)
+        for part in op_name.split("/")
+        if not _FUNCTION_CALL.fullmatch(part)
+    ]
     backward = "gradient_tape" in parts
     scopes = [part for part in parts if part != "gradient_tape"][:depth]
     return ("backward " if backward else "forward ") + "/".join(scopes)

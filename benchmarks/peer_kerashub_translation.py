@@ -35,7 +35,7 @@ import tensorflow as tf
 
 from keras_s2s.config import parse_duration
 from keras_s2s.data.corpus import read_tsv
-from keras_s2s.training.files import atomic_write
+from keras_s2s.files import atomic_write
 
 VOCAB_SIZE = 15000
 SEQUENCE_LENGTH = 40
@@ -46,28 +46,41 @@ NUM_HEADS = 8
 RESERVED = ["[PAD]", "[UNK]", "[START]", "[END]"]
 
 
-def word_piece(texts: list[str], cache: Path | None = None) -> keras_hub.tokenizers.WordPieceTokenizer:
+def word_piece(
+    texts: list[str], cache: Path | None = None
+) -> keras_hub.tokenizers.WordPieceTokenizer:
     """The recipe's WordPiece tokenizer; its vocabulary read from `cache` (one piece a line) when that exists,
     else computed (about half an hour on 2 cores for 560,000 strings) and written there."""
     if cache is not None and cache.is_file():
         vocabulary = cache.read_text(encoding="utf-8").split("\n")
     else:
         vocabulary = keras_hub.tokenizers.compute_word_piece_vocabulary(
-            tf.data.Dataset.from_tensor_slices(texts).batch(1000), vocabulary_size=VOCAB_SIZE,
-            reserved_tokens=RESERVED, lowercase=True)
+            tf.data.Dataset.from_tensor_slices(texts).batch(1000),
+            vocabulary_size=VOCAB_SIZE,
+            reserved_tokens=RESERVED,
+            lowercase=True,
+        )
         if cache is not None:
             cache.parent.mkdir(parents=True, exist_ok=True)
-            atomic_write(cache, lambda path: path.write_text("\n".join(vocabulary), encoding="utf-8"))
+            atomic_write(
+                cache, lambda path: path.write_text("\n".join(vocabulary), encoding="utf-8")
+            )
     return keras_hub.tokenizers.WordPieceTokenizer(vocabulary=vocabulary, lowercase=True)
 
 
 def build_model(source_vocab: int, target_vocab: int) -> keras.Model:
     encoder_inputs = keras.Input(shape=(None,), dtype="int32", name="encoder_inputs")
-    x = keras_hub.layers.TokenAndPositionEmbedding(source_vocab, SEQUENCE_LENGTH, EMBED_DIM)(encoder_inputs)
+    x = keras_hub.layers.TokenAndPositionEmbedding(source_vocab, SEQUENCE_LENGTH, EMBED_DIM)(
+        encoder_inputs
+    )
     encoded = keras_hub.layers.TransformerEncoder(INTERMEDIATE_DIM, NUM_HEADS)(x)
     decoder_inputs = keras.Input(shape=(None,), dtype="int32", name="decoder_inputs")
-    y = keras_hub.layers.TokenAndPositionEmbedding(target_vocab, SEQUENCE_LENGTH, EMBED_DIM)(decoder_inputs)
-    y = keras_hub.layers.TransformerDecoder(INTERMEDIATE_DIM, NUM_HEADS)(decoder_sequence=y, encoder_sequence=encoded)
+    y = keras_hub.layers.TokenAndPositionEmbedding(target_vocab, SEQUENCE_LENGTH, EMBED_DIM)(
+        decoder_inputs
+    )
+    y = keras_hub.layers.TransformerDecoder(INTERMEDIATE_DIM, NUM_HEADS)(
+        decoder_sequence=y, encoder_sequence=encoded
+    )
     y = keras.layers.Dropout(0.5)(y)
     outputs = keras.layers.Dense(target_vocab, activation="softmax")(y)
     return keras.Model([encoder_inputs, decoder_inputs], outputs)
@@ -102,35 +115,56 @@ def main(argv=None) -> None:
     parser.add_argument("--time-limit", default="25m")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--vocabulary-cache", type=Path,
-                        help="folder for the two WordPiece vocabularies (reused when there: not part of the budget)")
+    parser.add_argument(
+        "--vocabulary-cache",
+        type=Path,
+        help="folder for the two WordPiece vocabularies (reused when there: not part of the budget)",
+    )
     args = parser.parse_args(argv)
     keras.utils.set_random_seed(args.seed)
-    train, dev, test = (list(zip(*read_tsv(args.corpus / f"{name}.tsv"))) for name in ("train", "dev", "test"))
+    train, dev, test = (
+        list(zip(*read_tsv(args.corpus / f"{name}.tsv"))) for name in ("train", "dev", "test")
+    )
     start = time.perf_counter()
     cache = args.vocabulary_cache
     source_tokenizer = word_piece([s.lower() for s, _ in train], cache and cache / "source.txt")
     target_tokenizer = word_piece([t.lower() for _, t in train], cache and cache / "target.txt")
     print(f"WordPiece vocabularies in {time.perf_counter() - start:.0f}s", flush=True)
-    source_packer = keras_hub.layers.StartEndPacker(SEQUENCE_LENGTH, pad_value=source_tokenizer.token_to_id("[PAD]"))
+    source_packer = keras_hub.layers.StartEndPacker(
+        SEQUENCE_LENGTH, pad_value=source_tokenizer.token_to_id("[PAD]")
+    )
     target_packer = keras_hub.layers.StartEndPacker(
-        SEQUENCE_LENGTH + 1, start_value=target_tokenizer.token_to_id("[START]"),
-        end_value=target_tokenizer.token_to_id("[END]"), pad_value=target_tokenizer.token_to_id("[PAD]"))
+        SEQUENCE_LENGTH + 1,
+        start_value=target_tokenizer.token_to_id("[START]"),
+        end_value=target_tokenizer.token_to_id("[END]"),
+        pad_value=target_tokenizer.token_to_id("[PAD]"),
+    )
 
     def batches(pairs, shuffle):
         def encode(source, target):
             src = source_packer(source_tokenizer(tf.strings.lower(source)))
             tgt = target_packer(target_tokenizer(tf.strings.lower(target)))
             return {"encoder_inputs": src, "decoder_inputs": tgt[:, :-1]}, tgt[:, 1:]
+
         ds = tf.data.Dataset.from_tensor_slices(([s for s, _ in pairs], [t for _, t in pairs]))
         ds = ds.shuffle(len(pairs), seed=args.seed) if shuffle else ds
         return ds.batch(BATCH_SIZE).map(encode, num_parallel_calls=tf.data.AUTOTUNE).prefetch(16)
 
     model = build_model(source_tokenizer.vocabulary_size(), target_tokenizer.vocabulary_size())
-    model.compile("rmsprop", loss=keras.losses.SparseCategoricalCrossentropy(ignore_class=0), metrics=["accuracy"])
+    model.compile(
+        "rmsprop",
+        loss=keras.losses.SparseCategoricalCrossentropy(ignore_class=0),
+        metrics=["accuracy"],
+    )
     stop = StopAfter(parse_duration(args.time_limit))
     start = time.perf_counter()
-    model.fit(batches(train, True), validation_data=batches(dev, False), epochs=1000, callbacks=[stop], verbose=2)
+    model.fit(
+        batches(train, True),
+        validation_data=batches(dev, False),
+        epochs=1000,
+        callbacks=[stop],
+        verbose=2,
+    )
     train_seconds = time.perf_counter() - start
     print(f"trained {stop.steps} steps in {train_seconds:.0f}s", flush=True)
 
@@ -145,28 +179,42 @@ def main(argv=None) -> None:
             logits = model([encoder_input, prompt])[:, index - 1, :]
             return logits, None, cache
 
-        prompt = tf.concat([tf.fill((count, 1), target_tokenizer.token_to_id("[START]")),
-                            tf.fill((count, SEQUENCE_LENGTH - 1), target_tokenizer.token_to_id("[PAD]"))], axis=-1)
-        tokens = sampler(next_token, prompt, cache=None, index=1, mask=None, stop_token_ids=[end_id])
+        prompt = tf.concat(
+            [
+                tf.fill((count, 1), target_tokenizer.token_to_id("[START]")),
+                tf.fill((count, SEQUENCE_LENGTH - 1), target_tokenizer.token_to_id("[PAD]")),
+            ],
+            axis=-1,
+        )
+        tokens = sampler(
+            next_token, prompt, cache=None, index=1, mask=None, stop_token_ids=[end_id]
+        )
         texts = []
         for row in tokens.numpy().tolist():
             row = row[1:]
-            row = row[:row.index(end_id)] if end_id in row else row
+            row = row[: row.index(end_id)] if end_id in row else row
             text = target_tokenizer.detokenize([[t for t in row if t >= len(RESERVED)] or [1]])[0]
             text = text.numpy() if hasattr(text, "numpy") else text
-            texts.append((text.decode("utf-8") if isinstance(text, bytes) else str(text)).replace("[UNK]", ""))
+            texts.append(
+                (text.decode("utf-8") if isinstance(text, bytes) else str(text)).replace(
+                    "[UNK]", ""
+                )
+            )
         return texts
 
     start = time.perf_counter()
     sources, references = [s for s, _ in test], [t for _, t in test]
     hypotheses = []
     for begin in range(0, len(sources), 256):
-        hypotheses.extend(translate(sources[begin:begin + 256]))
+        hypotheses.extend(translate(sources[begin : begin + 256]))
     tidied = [tidy(h) for h in hypotheses]
     result = {
         "recipe": "keras.io English-to-Spanish translation with KerasHub (settings in the script's docstring)",
-        "time_limit": args.time_limit, "train_seconds": round(train_seconds, 1), "steps": stop.steps,
-        "test_pairs": len(test), "decode_seconds": round(time.perf_counter() - start, 1),
+        "time_limit": args.time_limit,
+        "train_seconds": round(train_seconds, 1),
+        "steps": stop.steps,
+        "test_pairs": len(test),
+        "decode_seconds": round(time.perf_counter() - start, 1),
         "bleu_as_written": round(sacrebleu.corpus_bleu(hypotheses, [references]).score, 2),
         "bleu": round(sacrebleu.corpus_bleu(tidied, [references], lowercase=True).score, 2),
         "chrf": round(sacrebleu.corpus_chrf(tidied, [[r.lower() for r in references]]).score, 2),

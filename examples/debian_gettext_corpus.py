@@ -36,10 +36,15 @@ from pathlib import Path
 
 EXCLUDED_PACKAGES = re.compile(r"libreoffice|openoffice", re.IGNORECASE)
 MAX_WORDS = 80
-TRANSLATOR_CREDITS = re.compile(r"^(your names?|your e-?mails?|translator[- _]credits|name of translators|"
-                                r"email of translators)$", re.IGNORECASE)
-PLACEHOLDER = re.compile(r"%(\([^)]*\))?[-+ #0-9.*]*(l{0,2}|h{0,2}|[jzLqtI])[diouxXeEfFgGcsSpn%@]|%\d+|"
-                         r"\{[^{}\s]*\}|\$\{?[A-Za-z_]+\}?|<[^<>]+>")
+TRANSLATOR_CREDITS = re.compile(
+    r"^(your names?|your e-?mails?|translator[- _]credits|name of translators|"
+    r"email of translators)$",
+    re.IGNORECASE,
+)
+PLACEHOLDER = re.compile(
+    r"%(\([^)]*\))?[-+ #0-9.*]*(l{0,2}|h{0,2}|[jzLqtI])[diouxXeEfFgGcsSpn%@]|%\d+|"
+    r"\{[^{}\s]*\}|\$\{?[A-Za-z_]+\}?|<[^<>]+>"
+)
 TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|[A-Za-z]+);")
 
@@ -69,10 +74,12 @@ def read_mo(data: bytes, where: str = "catalog") -> list[tuple[str, str]]:
     def strings(table: int) -> list[bytes]:
         out = []
         for index in range(count):
-            length, offset = struct.unpack(order + "2I", data[table + 8 * index: table + 8 * index + 8])
+            length, offset = struct.unpack(
+                order + "2I", data[table + 8 * index : table + 8 * index + 8]
+            )
             if offset + length > len(data):
                 raise MoError(f"{where}: entry {index} points past the end of the file")
-            out.append(data[offset:offset + length])
+            out.append(data[offset : offset + length])
         return out
 
     try:
@@ -107,7 +114,7 @@ def _strip_accelerator(text: str, marker: str) -> str:
             return text
     if len(hits) != 1:
         return text
-    return text[:hits[0].start()] + text[hits[0].start() + 1:]
+    return text[: hits[0].start()] + text[hits[0].start() + 1 :]
 
 
 def clean(text: str) -> str:
@@ -164,8 +171,13 @@ def split_pairs(pairs: dict[str, str], num_dev: int, num_test: int, seed: int = 
     keys = sorted(groups, key=lambda k: hashlib.sha256(f"{seed}:{k}".encode()).hexdigest())
     splits = {"test": [], "dev": [], "train": []}
     for key in keys:
-        name = ("test" if len(splits["test"]) < num_test else
-                "dev" if len(splits["dev"]) < num_dev else "train")
+        name = (
+            "test"
+            if len(splits["test"]) < num_test
+            else "dev"
+            if len(splits["dev"]) < num_dev
+            else "train"
+        )
         splits[name].extend(groups[key])
     return splits["train"], splits["dev"], splits["test"]
 
@@ -173,8 +185,9 @@ def split_pairs(pairs: dict[str, str], num_dev: int, num_test: int, seed: int = 
 def catalogs_in_deb(deb: Path, language: str):
     """(path, bytes) of every `language` .mo catalog inside a .deb file."""
     pattern = re.compile(rf"^\.?/?usr/share/locale/{re.escape(language)}/LC_MESSAGES/[^/]+\.mo$")
-    tar_bytes = subprocess.run(["dpkg-deb", "--fsys-tarfile", str(deb)], check=True,
-                               capture_output=True).stdout
+    tar_bytes = subprocess.run(
+        ["dpkg-deb", "--fsys-tarfile", str(deb)], check=True, capture_output=True
+    ).stdout
     with tarfile.open(fileobj=io.BytesIO(tar_bytes)) as archive:
         for member in archive:
             if member.isfile() and pattern.match(member.name):
@@ -184,10 +197,16 @@ def catalogs_in_deb(deb: Path, language: str):
 def packages_with_catalogs(language: str) -> list[str]:
     """Debian packages that ship `language` catalogs, from apt-file's index."""
     try:
-        found = subprocess.run(["apt-file", "search", "-x", rf"^/usr/share/locale/{language}/LC_MESSAGES/.*\.mo$"],
-                               check=True, capture_output=True, text=True).stdout
+        found = subprocess.run(
+            ["apt-file", "search", "-x", rf"^/usr/share/locale/{language}/LC_MESSAGES/.*\.mo$"],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
     except FileNotFoundError:
-        sys.exit("apt-file is missing: run `apt-get install apt-file && apt-file update`, or pass --packages FILE")
+        sys.exit(
+            "apt-file is missing: run `apt-get install apt-file && apt-file update`, or pass --packages FILE"
+        )
     names = sorted({line.split(":", 1)[0] for line in found.splitlines() if ":" in line})
     if not names:
         sys.exit("apt-file found no catalogs: run `apt-file update` first")
@@ -203,12 +222,18 @@ def download(packages: list[str], cache: Path, chunk: int = 50) -> dict[str, Pat
 
     missing = [name for name in packages if name not in present()]
     for start in range(0, len(missing), chunk):
-        names = missing[start:start + chunk]
-        print(f"downloading packages {start + 1}-{start + len(names)} of {len(missing)}", flush=True)
-        result = subprocess.run(["apt-get", "download", "-q", *names], cwd=cache, capture_output=True, text=True)
+        names = missing[start : start + chunk]
+        print(
+            f"downloading packages {start + 1}-{start + len(names)} of {len(missing)}", flush=True
+        )
+        result = subprocess.run(
+            ["apt-get", "download", "-q", *names], cwd=cache, capture_output=True, text=True
+        )
         if result.returncode:  # one unknown name fails the batch: fetch the others one by one
             for name in names:
-                if subprocess.run(["apt-get", "download", "-q", name], cwd=cache, capture_output=True).returncode:
+                if subprocess.run(
+                    ["apt-get", "download", "-q", name], cwd=cache, capture_output=True
+                ).returncode:
                     print(f"  skipped {name}: apt-get download failed", flush=True)
     have = present()
     return {name: have[name] for name in packages if name in have}
@@ -226,7 +251,9 @@ def collect(debs: dict[str, Path], language: str):
                 except MoError as error:
                     print(f"  skipped {error}", flush=True)
                     continue
-                pairs.extend((s, t) for s, t in ((clean(s), clean(t)) for s, t in entries) if usable(s, t))
+                pairs.extend(
+                    (s, t) for s, t in ((clean(s), clean(t)) for s, t in entries) if usable(s, t)
+                )
         except (subprocess.CalledProcessError, tarfile.TarError) as error:
             print(f"  skipped {deb.name}: not a readable .deb ({error})", flush=True)
             continue
@@ -247,8 +274,12 @@ def write_tsv(path: Path, pairs: list[tuple[str, str]]) -> str:
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="directory for train.tsv, dev.tsv, test.tsv")
-    parser.add_argument("--cache", type=Path, default=Path("debs"), help="where the .deb files go (reused)")
-    parser.add_argument("--packages", type=Path, help="file with one package name per line (default: apt-file)")
+    parser.add_argument(
+        "--cache", type=Path, default=Path("debs"), help="where the .deb files go (reused)"
+    )
+    parser.add_argument(
+        "--packages", type=Path, help="file with one package name per line (default: apt-file)"
+    )
     parser.add_argument("--language", default="de", help="catalog language (default de)")
     parser.add_argument("--dev", type=int, default=1000, help="dev pairs (default 1000)")
     parser.add_argument("--test", type=int, default=2000, help="test pairs (default 2000)")
@@ -266,17 +297,31 @@ def main(argv=None) -> None:
     unique = best_targets(pairs)
     print(f"{len(pairs)} usable pairs, {len(unique)} with distinct English text", flush=True)
     if len(unique) < args.dev + args.test + 1:
-        sys.exit(f"only {len(unique)} distinct pairs: too few for {args.dev} dev and {args.test} test pairs")
+        sys.exit(
+            f"only {len(unique)} distinct pairs: too few for {args.dev} dev and {args.test} test pairs"
+        )
     train, dev, test = split_pairs(unique, args.dev, args.test, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
-    digests = {name: write_tsv(args.out / f"{name}.tsv", split)
-               for name, split in (("train", train), ("dev", dev), ("test", test))}
-    write_tsv(args.out / "packages.tsv", [(f"{name}\t{version}", str(count)) for name, version, count in rows])
-    manifest = {"language": f"en-{args.language}", "packages": len(rows), "usable_pairs": len(pairs),
-                "sizes": {"train": len(train), "dev": len(dev), "test": len(test)}, "sha256": digests,
-                "excluded": "Debian package descriptions (DDTP) and LibreOffice: kept for independent evaluation"}
+    digests = {
+        name: write_tsv(args.out / f"{name}.tsv", split)
+        for name, split in (("train", train), ("dev", dev), ("test", test))
+    }
+    write_tsv(
+        args.out / "packages.tsv",
+        [(f"{name}\t{version}", str(count)) for name, version, count in rows],
+    )
+    manifest = {
+        "language": f"en-{args.language}",
+        "packages": len(rows),
+        "usable_pairs": len(pairs),
+        "sizes": {"train": len(train), "dev": len(dev), "test": len(test)},
+        "sha256": digests,
+        "excluded": "Debian package descriptions (DDTP) and LibreOffice: kept for independent evaluation",
+    }
     (args.out / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    print(f"wrote {args.out}: {len(train)} train, {len(dev)} dev, {len(test)} test pairs", flush=True)
+    print(
+        f"wrote {args.out}: {len(train)} train, {len(dev)} dev, {len(test)} test pairs", flush=True
+    )
 
 
 if __name__ == "__main__":

@@ -18,27 +18,39 @@ import keras_s2s
 from keras_s2s.data.audio import resample
 from keras_s2s.data.speech_demo import DemoTTS
 from keras_s2s.data.text_normalization import normalize_text
-from keras_s2s.training.speech_eval import error_rates
+from keras_s2s.metrics import error_rates
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser = argparse.ArgumentParser(
+    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+)
 parser.add_argument("run", help="run directory of a trained speech synthesizer")
-parser.add_argument("--recognizer", help="run directory of a speech recognizer (default: the jasper_demo preset)")
+parser.add_argument(
+    "--recognizer", help="run directory of a speech recognizer (default: the jasper_demo preset)"
+)
 parser.add_argument("--count", type=int, default=30)
 parser.add_argument("--seed", type=int, default=7)
 args = parser.parse_args()
 
 synthesizer = keras_s2s.load_model(args.run)
-recognizer = (keras_s2s.load_model(args.recognizer) if args.recognizer
-              else keras_s2s.zoo.load("jasper_demo", weights="demo", precision="float32"))
+recognizer = (
+    keras_s2s.load_model(args.recognizer)
+    if args.recognizer
+    else keras_s2s.zoo.load("jasper_demo", weights="demo", precision="float32")
+)
 rng = random.Random(args.seed)
 texts = [DemoTTS().sentence(rng) for _ in range(args.count)]
-audio = [resample(samples, synthesizer.extractor.sample_rate, recognizer.extractor.sample_rate)
-         for samples in synthesizer.synthesize(texts)]
+audio = [
+    resample(samples, synthesizer.extractor.sample_rate, recognizer.extractor.sample_rate)
+    for samples in synthesizer.synthesize(texts)
+]
 hypotheses = recognizer.transcribe(audio)
-references = [re.sub(r"[^a-z' ]", " ", normalize_text(text)) for text in texts]  # what a recognizer can write
+# what a recognizer can write
+references = [re.sub(r"[^a-z' ]", " ", normalize_text(text)) for text in texts]
 references = [" ".join(r.split()) for r in references]
 for text, hypothesis, reference in zip(texts, hypotheses, references):
     print(f"{'ok ' if hypothesis == reference else '   '} {text}\n    -> {hypothesis}")
 rates = error_rates(hypotheses, references)
 exact = sum(h == r for h, r in zip(hypotheses, references))
-print(f"\n{exact}/{len(texts)} sentences recognized exactly; WER {rates['wer']:.2f}%, CER {rates['cer']:.2f}%")
+print(
+    f"\n{exact}/{len(texts)} sentences recognized exactly; WER {rates['wer']:.2f}%, CER {rates['cer']:.2f}%"
+)

@@ -1,4 +1,4 @@
-"""Train the demo presets shipped in keras_s2s/zoo/presets/ and registered in the cards.
+"""Train the demo presets shipped in zoo/presets/ and registered in the cards.
 
     python examples/train_demo_presets.py convs2s_demo   # about 4 minutes on 2 CPU cores
     python examples/train_demo_presets.py jasper_demo    # about 10 minutes on 2 CPU cores
@@ -26,15 +26,22 @@ from pathlib import Path
 
 from keras_s2s.data.parallel import read_splits
 from keras_s2s.presets import load_preset, load_preset_directory, pack_preset, save_to_preset
-from keras_s2s.training.runner import evaluate, train
+from keras_s2s.tasks.translation import evaluate_translation
+from keras_s2s.training.runner import train
 
 EPOCHS_GNMT = 6  # of 300 steps: longer than the card's 4 (alignment comes at a seed-dependent step)
 
 PRESETS = {
     "convs2s_demo": {
         "data": "demo",
-        "settings": {"embedding_dim": 128, "channels": [128, 128, 128], "kernel_sizes": [3, 3, 3],
-                     "out_embedding_dim": 128, "vocab_size": 1000, "seed": 0},
+        "settings": {
+            "embedding_dim": 128,
+            "channels": [128, 128, 128],
+            "kernel_sizes": [3, 3, 3],
+            "out_embedding_dim": 128,
+            "vocab_size": 1000,
+            "seed": 0,
+        },
     },
     "gnmt_demo": {
         "data": "demo",
@@ -43,9 +50,16 @@ PRESETS = {
     },
     "jasper_demo": {
         "data": "demo-speech",
-        "settings": {"prologue_channels": 64, "channels": [96, 96, 128], "kernels": [11, 13, 15],
-                     "dropouts": [0.1, 0.1, 0.1], "epilogue_channels": [192, 192], "epilogue_kernel": 11,
-                     "epochs": 5, "seed": 0},
+        "settings": {
+            "prologue_channels": 64,
+            "channels": [96, 96, 128],
+            "kernels": [11, 13, 15],
+            "dropouts": [0.1, 0.1, 0.1],
+            "epilogue_channels": [192, 192],
+            "epilogue_kernel": 11,
+            "epochs": 5,
+            "seed": 0,
+        },
     },
 }
 PRESET_FOLDER = Path(__file__).resolve().parents[1] / "keras_s2s" / "zoo" / "presets"
@@ -56,25 +70,44 @@ def train_preset(card: str) -> None:
     target = PRESET_FOLDER / f"{card}.tar.gz"
     with tempfile.TemporaryDirectory() as folder:
         run = Path(folder) / card
-        result = train(card, data=PRESETS[card]["data"], out=run, overrides=PRESETS[card]["settings"], verbose=2)
+        result = train(
+            card,
+            data=PRESETS[card]["data"],
+            out=run,
+            overrides=PRESETS[card]["settings"],
+            verbose=2,
+        )
         metadata_path = run / "preset" / "metadata.json"
         metadata = json.loads(metadata_path.read_text())
         metadata["trained_by"] = f"python examples/train_demo_presets.py {card}"
         metadata_path.write_text(json.dumps(metadata, indent=2))
-        if PRESETS[card].get("weights_dtype", "float32") != "float32":  # the same preset, smaller weights
+        # the same preset, smaller weights
+        if PRESETS[card].get("weights_dtype", "float32") != "float32":
             metadata.pop("weights_dtype", None)
-            save_to_preset(load_preset_directory(run / "preset"), run / card, metadata,
-                           weights_dtype=PRESETS[card]["weights_dtype"])
+            save_to_preset(
+                load_preset_directory(run / "preset"),
+                run / card,
+                metadata,
+                weights_dtype=PRESETS[card]["weights_dtype"],
+            )
         else:
             (run / "preset").rename(run / card)
         target.parent.mkdir(parents=True, exist_ok=True)
         sha256 = pack_preset(run / card, target)
-        if PRESETS[card].get("weights_dtype", "float32") != "float32":  # what the stored weights score
-            _, _, test, _ = read_splits(PRESETS[card]["data"], **{key: metadata["card"]["data"][key] for key in
-                                                                  ("num_train", "num_valid", "num_test", "seed")})
-            stored = evaluate(load_preset(str(target), sha256=sha256), test)
-            print(f"the packed {PRESETS[card]['weights_dtype']} weights: held-out BLEU {stored['bleu']} "
-                  f"(float32 weights: {result['bleu']})")
+        # what the stored weights score
+        if PRESETS[card].get("weights_dtype", "float32") != "float32":
+            _, _, test, _ = read_splits(
+                PRESETS[card]["data"],
+                **{
+                    key: metadata["card"]["data"][key]
+                    for key in ("num_train", "num_valid", "num_test", "seed")
+                },
+            )
+            stored = evaluate_translation(load_preset(str(target), sha256=sha256), test)
+            print(
+                f"the packed {PRESETS[card]['weights_dtype']} weights: held-out BLEU {stored['bleu']} "
+                f"(float32 weights: {result['bleu']})"
+            )
     metrics = {key: value for key, value in result.items() if key in ("bleu", "wer", "cer")}
     print(f"{metrics}; wrote {target} ({target.stat().st_size} bytes)\nsha256: {sha256}")
 

@@ -16,9 +16,11 @@ import keras_s2s
 from keras_s2s.data.audio import resample, write_wav
 from keras_s2s.data.espeak import synthesize
 from keras_s2s.data.speech_demo import DemoSpeech
-from keras_s2s.training.speech_eval import error_rates
+from keras_s2s.metrics import error_rates
 
-parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+parser = argparse.ArgumentParser(
+    description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+)
 parser.add_argument("run", help="run directory of a trained speech recognizer")
 parser.add_argument("--count", type=int, default=20)
 parser.add_argument("--seed", type=int, default=123)
@@ -32,7 +34,9 @@ with tempfile.TemporaryDirectory() as folder:
         text = demo.sentence(rng)
         samples, rate = synthesize(text, **demo.utterance_settings(rng))
         path = Path(folder) / f"fresh-{i}.wav"
-        write_wav(path, resample(samples, rate, model.extractor.sample_rate), model.extractor.sample_rate)
+        write_wav(
+            path, resample(samples, rate, model.extractor.sample_rate), model.extractor.sample_rate
+        )
         texts.append(text)
         paths.append(path)
     hypotheses = model.transcribe(paths)
@@ -40,4 +44,6 @@ exact = sum(h == t for h, t in zip(hypotheses, texts))
 for text, hypothesis in zip(texts, hypotheses):
     print(f"{'ok ' if hypothesis == text else '   '} {text}\n    -> {hypothesis}")
 rates = error_rates(hypotheses, texts)
-print(f"\n{exact}/{len(texts)} sentences exactly right; WER {rates['wer']:.2f}%, CER {rates['cer']:.2f}%")
+print(
+    f"\n{exact}/{len(texts)} sentences exactly right; WER {rates['wer']:.2f}%, CER {rates['cer']:.2f}%"
+)

@@ -1,27 +1,36 @@
 """The `keras-s2s` command.
 
-    keras-s2s list
-    keras-s2s train gnmt --data demo --precision auto --steps 2000 --out runs/gnmt --set units=256
-    keras-s2s evaluate --model runs/gnmt
-    keras-s2s translate --model runs/gnmt < input.txt
-    keras-s2s average --model runs/gnmt --last 3 --out runs/gnmt-avg
-    keras-s2s transcribe --model runs/jasper_demo clip.wav more.wav
-    keras-s2s synthesize --model runs/tacotron2_demo "The 2 red dogs see a cat." -o dogs.wav
+keras-s2s list
+keras-s2s train gnmt --data demo --precision auto --steps 2000 --out runs/gnmt --set units=256
+keras-s2s evaluate --model runs/gnmt
+keras-s2s translate --model runs/gnmt < input.txt
+keras-s2s average --model runs/gnmt --last 3 --out runs/gnmt-avg
+keras-s2s transcribe --model runs/jasper_demo clip.wav more.wav
+keras-s2s synthesize --model runs/tacotron2_demo "The 2 red dogs see a cat." -o dogs.wav
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 import time
 
-from keras_s2s.config import PRECISIONS, STRATEGIES, CardError, check_count, parse_duration, parse_override
+from keras_s2s.config import (
+    PRECISIONS,
+    STRATEGIES,
+    CardError,
+    check_count,
+    parse_duration,
+    parse_override,
+)
 
 
 def _count(minimum: int = 1):
     """An argparse type: a whole number of at least `minimum` (a count of steps, sentences, beams, ...)."""
+
     def parse(text: str) -> int:
         try:
             value = int(text)
@@ -34,6 +43,7 @@ def _count(minimum: int = 1):
             return check_count("the value", value, minimum)
         except ValueError as error:
             raise argparse.ArgumentTypeError(str(error)) from None
+
     return parse
 
 
@@ -50,41 +60,85 @@ def _duration(text: str) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="keras-s2s", description="Fast sequence-to-sequence models for Keras 3.")
+    parser = argparse.ArgumentParser(
+        prog="keras-s2s", description="Fast sequence-to-sequence models for Keras 3."
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and results")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also TensorFlow's own start-up and log lines (hidden unless TF_CPP_MIN_LOG_LEVEL is set)",
+    )
     commands = parser.add_subparsers(dest="command", required=True)
 
     commands.add_parser("list", help="list the zoo's models")
 
-    train = commands.add_parser("train", help="train a zoo model (or a card .yaml) and report held-out results")
+    train = commands.add_parser(
+        "train", help="train a zoo model (or a card .yaml) and report held-out results"
+    )
     train.add_argument("model", help="zoo model name or path to a card .yaml")
-    train.add_argument("--data", nargs="+", help="translation: 'demo', a TSV, two aligned files, a split directory "
-                       "or tfds:NAME/CONFIG; speech: 'demo-speech', a manifest or a directory of manifests; "
-                       "synthesis: 'demo-tts', an LJSpeech-layout folder, a manifest or a directory of manifests")
+    train.add_argument(
+        "--data",
+        nargs="+",
+        help="translation: 'demo', a TSV, two aligned files, a split directory "
+        "or tfds:NAME/CONFIG; speech: 'demo-speech', a manifest or a directory of manifests; "
+        "synthesis: 'demo-tts', an LJSpeech-layout folder, a manifest or a directory of manifests",
+    )
     train.add_argument("--precision", choices=PRECISIONS)
     train.add_argument("--strategy", choices=STRATEGIES)
-    train.add_argument("--workers", help="multi-worker training: host:port of every worker, comma-separated, the "
-                       "same on each (instead of TF_CONFIG); implies --strategy multiworker")
-    train.add_argument("--task-index", type=_count(0), help="with --workers: this worker's index (0 = the chief)")
-    train.add_argument("--devices", help="comma-separated devices for --strategy mirrored or hybrid, "
-                       "e.g. /gpu:0,/gpu:1 (hybrid pipelining: --set training.time_chunks=4)")
+    train.add_argument(
+        "--workers",
+        help="multi-worker training: host:port of every worker, comma-separated, the "
+        "same on each (instead of TF_CONFIG); implies --strategy multiworker",
+    )
+    train.add_argument(
+        "--task-index", type=_count(0), help="with --workers: this worker's index (0 = the chief)"
+    )
+    train.add_argument(
+        "--devices",
+        help="comma-separated devices for --strategy mirrored or hybrid, "
+        "e.g. /gpu:0,/gpu:1 (hybrid pipelining: --set training.time_chunks=4)",
+    )
     group = train.add_mutually_exclusive_group()
     group.add_argument("--epochs", type=COUNT)
     group.add_argument("--steps", type=COUNT, help="total training steps (instead of --epochs)")
-    train.add_argument("--time-limit", type=_duration, metavar="DURATION",
-                       help="stop when this much training time is spent, counted over restarts: 25m, 2h, 1h30m "
-                       "(without --epochs/--steps the run trains until then)")
-    train.add_argument("--out", help="run directory (default runs/MODEL); an interrupted run there resumes")
-    train.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
-                       help="override a card setting, e.g. --set units=256 --set training.learning_rate=0.002")
+    train.add_argument(
+        "--time-limit",
+        type=_duration,
+        metavar="DURATION",
+        help="stop when this much training time is spent, counted over restarts: 25m, 2h, 1h30m "
+        "(without --epochs/--steps the run trains until then)",
+    )
+    train.add_argument(
+        "--out", help="run directory (default runs/MODEL); an interrupted run there resumes"
+    )
+    train.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a card setting, e.g. --set units=256 --set training.learning_rate=0.002",
+    )
 
-    evaluate = commands.add_parser("evaluate", help="BLEU/chrF (translation), WER/CER (speech) or alignment and "
-                                   "mel distances (synthesis) on held-out data")
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="BLEU/chrF (translation), WER/CER (speech) or alignment and "
+        "mel distances (synthesis) on held-out data",
+    )
     evaluate.add_argument("--model", required=True, help="run directory written by `train`")
-    evaluate.add_argument("--data", nargs="+", help="evaluate on the test split of this data instead")
-    evaluate.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy (default); CTC beam for speech")
-    evaluate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
-    evaluate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
+    evaluate.add_argument(
+        "--data", nargs="+", help="evaluate on the test split of this data instead"
+    )
+    evaluate.add_argument(
+        "--beam-width", type=COUNT, default=1, help="1 = greedy (default); CTC beam for speech"
+    )
+    evaluate.add_argument(
+        "--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search"
+    )
+    evaluate.add_argument(
+        "--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)"
+    )
 
     translate = commands.add_parser("translate", help="translate lines from a file or stdin")
     translate.add_argument("--model", required=True, help="run directory written by `train`")
@@ -92,46 +146,97 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument("--output", help="output file (default: stdout)")
     translate.add_argument("--batch-size", type=COUNT, default=64)
     translate.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy (default)")
-    translate.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
-    translate.add_argument("--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)")
+    translate.add_argument(
+        "--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search"
+    )
+    translate.add_argument(
+        "--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)"
+    )
+    translate.add_argument(
+        "--engine",
+        choices=("native", "ctranslate2"),
+        default="native",
+        help="native: the Keras model (default); ctranslate2: CTranslate2 (Transformers; "
+        "--model is a run directory, exported once to RUN/ctranslate2, or an export)",
+    )
+    translate.add_argument(
+        "--compute-type",
+        default="default",
+        help="ctranslate2 engine: int8, int8_float32, float32, bfloat16, ... (default: as stored)",
+    )
 
     transcribe = commands.add_parser("transcribe", help="print the text spoken in audio files")
     transcribe.add_argument("--model", required=True, help="run directory of a speech recognizer")
-    transcribe.add_argument("audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed")
-    transcribe.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy CTC decoding (default)")
+    transcribe.add_argument(
+        "audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed"
+    )
+    transcribe.add_argument(
+        "--beam-width", type=COUNT, default=1, help="1 = greedy CTC decoding (default)"
+    )
 
-    synthesize = commands.add_parser("synthesize", help="speak text with a trained synthesizer into WAV files")
+    synthesize = commands.add_parser(
+        "synthesize", help="speak text with a trained synthesizer into WAV files"
+    )
     synthesize.add_argument("--model", required=True, help="run directory of a speech synthesizer")
     synthesize.add_argument("text", nargs="*", help="text to say (or --input)")
     synthesize.add_argument("--input", help="a text file: one utterance per non-empty line")
-    synthesize.add_argument("-o", "--output", required=True,
-                            help="a .wav file for one text; a folder (0001.wav, ...) for several")
-    synthesize.add_argument("--plot", action="store_true", help="also write NAME-alignment.png and NAME-mel.png")
-    synthesize.add_argument("--iterations", type=COUNT, default=60, help="Griffin-Lim iterations (default 60)")
-    synthesize.add_argument("--max-decoder-steps", type=COUNT, help="step limit (default: the model's)")
+    synthesize.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        help="a .wav file for one text; a folder (0001.wav, ...) for several",
+    )
+    synthesize.add_argument(
+        "--plot", action="store_true", help="also write NAME-alignment.png and NAME-mel.png"
+    )
+    synthesize.add_argument(
+        "--iterations", type=COUNT, default=60, help="Griffin-Lim iterations (default 60)"
+    )
+    synthesize.add_argument(
+        "--max-decoder-steps", type=COUNT, help="step limit (default: the model's)"
+    )
     synthesize.add_argument("--batch-size", type=COUNT, default=8)
 
     export = commands.add_parser("export", help="export a trained model for serving")
     export.add_argument("--model", required=True, help="run directory written by `train`")
-    export.add_argument("--format", choices=("saved_model", "keras"), default="saved_model",
-                        help="saved_model: strings (or audio) in, text out, no keras_s2s needed to serve; "
-                             "keras: a .keras file")
-    export.add_argument("--out", required=True, help="output path (a folder for saved_model, a .keras file)")
-    export.add_argument("--beam-width", type=COUNT, default=4, help="decoding inside the SavedModel (1 = greedy)")
-    export.add_argument("--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search")
+    export.add_argument(
+        "--format",
+        choices=("saved_model", "keras", "ctranslate2"),
+        default="saved_model",
+        help="saved_model: strings (or audio) in, text out, no keras_s2s needed to serve; "
+        "keras: a .keras file; ctranslate2: a CTranslate2 model directory (Transformers)",
+    )
+    export.add_argument(
+        "--out", required=True, help="output path (a folder for saved_model, a .keras file)"
+    )
+    export.add_argument(
+        "--beam-width", type=COUNT, default=4, help="decoding inside the SavedModel (1 = greedy)"
+    )
+    export.add_argument(
+        "--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search"
+    )
+    export.add_argument(
+        "--quantization",
+        choices=("int8", "int8_float32", "int8_float16", "int16", "float16", "bfloat16"),
+        help="ctranslate2: the stored weight type (default float32)",
+    )
 
     average = commands.add_parser("average", help="average the last N epoch checkpoints of a run")
     average.add_argument("--model", required=True, help="run directory written by `train`")
     picked = average.add_mutually_exclusive_group()
-    picked.add_argument("--last", type=COUNT, default=3, help="how many of the latest checkpoints (default 3)")
-    picked.add_argument("--best", type=COUNT, help="the N checkpoints with the best validation score instead")
+    picked.add_argument(
+        "--last", type=COUNT, default=3, help="how many of the latest checkpoints (default 3)"
+    )
+    picked.add_argument(
+        "--best", type=COUNT, help="the N checkpoints with the best validation score instead"
+    )
     average.add_argument("--out", required=True, help="new run directory for the averaged model")
     return parser
 
 
 def _set_tf_config(args) -> None:
     """--workers / --task-index -> TF_CONFIG (read when the multi-worker strategy is created)."""
-    from keras_s2s.distribute import tf_config_for
+    from keras_s2s.distribution.strategies import tf_config_for
 
     if args.workers is None or args.task_index is None:
         raise ValueError("multi-worker training needs both --workers and --task-index")
@@ -159,8 +264,10 @@ def _text_lines(handle, name: str):
         try:
             yield raw.decode("utf-8").rstrip("\r\n")
         except UnicodeDecodeError as error:
-            raise ValueError(f"{name}, line {number}: not UTF-8 text ({error.reason} at byte {error.start}); "
-                             "is it a binary file?") from None
+            raise ValueError(
+                f"{name}, line {number}: not UTF-8 text ({error.reason} at byte {error.start}); "
+                "is it a binary file?"
+            ) from None
 
 
 def _chunks(lines, size: int):
@@ -178,14 +285,25 @@ class _Progress:
     """`translated N[/TOTAL] lines, X lines/s` on stderr, rewritten in place."""
 
     def __init__(self, total: int | None, enabled: bool, verb: str = "translated"):
-        self.total, self.enabled, self.done, self.start, self.verb = total, enabled, 0, time.time(), verb
+        self.total, self.enabled, self.done, self.start, self.verb = (
+            total,
+            enabled,
+            0,
+            time.time(),
+            verb,
+        )
 
     def __call__(self, count: int) -> None:
         self.done += count
         if self.enabled:
             rate = self.done / max(time.time() - self.start, 1e-9)
             total = f"/{self.total}" if self.total else ""
-            print(f"\r{self.verb} {self.done}{total} lines, {rate:.1f} lines/s", end="", file=sys.stderr, flush=True)
+            print(
+                f"\r{self.verb} {self.done}{total} lines, {rate:.1f} lines/s",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
 
     def close(self) -> None:
         if self.enabled and self.done:
@@ -194,14 +312,21 @@ class _Progress:
 
 def _translate(args) -> None:
     """Stream the input in chunks: memory stays flat however long the input is."""
-    from keras_s2s.models import Seq2SeqLM
-    from keras_s2s.training.runner import atomic_write, load_model
+    from keras_s2s.files import atomic_write
 
     if args.input and not os.path.isfile(args.input):
         raise FileNotFoundError(f"{args.input}: input file not found")
-    model = load_model(args.model)
-    if not isinstance(model, Seq2SeqLM):
-        raise ValueError(f"{args.model} holds a {type(model).__name__}, not a translation model")
+    options = dict(batch_size=args.batch_size, beam_width=args.beam_width)
+    options["length_penalty"] = args.length_penalty
+    if args.engine == "ctranslate2":
+        from keras_s2s.export.ctranslate2 import translator_for
+
+        if args.coverage_penalty:
+            raise ValueError("--coverage-penalty is a native-engine option (CTranslate2 has none)")
+        model = translator_for(args.model, compute_type=args.compute_type)
+    else:
+        model = _load_for("translation", args.model)
+        options["coverage_penalty"] = args.coverage_penalty
     source = open(args.input, "rb") if args.input else sys.stdin.buffer
     if args.input:
         with open(args.input, "rb") as counted:
@@ -209,21 +334,24 @@ def _translate(args) -> None:
     else:
         total = None
     progress = _Progress(total, enabled=bool(args.output) or sys.stderr.isatty())
-    options = dict(batch_size=args.batch_size, beam_width=args.beam_width, length_penalty=args.length_penalty,
-                   coverage_penalty=args.coverage_penalty, progress=progress)
+    options["progress"] = progress
 
     def write_all(out) -> None:
         line = 1
         for chunk in _chunks(_text_lines(source, args.input or "stdin"), args.batch_size * 16):
-            out.writelines(text + "\n" for text in model.translate(chunk, first_line=line, **options))
+            out.writelines(
+                text + "\n" for text in model.translate(chunk, first_line=line, **options)
+            )
             out.flush()
             line += len(chunk)
 
     try:
         if args.output:  # all or nothing: an interrupted run leaves no half-written file
+
             def write(path):
                 with open(path, "w", encoding="utf-8") as out:
                     write_all(out)
+
             atomic_write(args.output, write)
         else:
             write_all(sys.stdout)
@@ -233,30 +361,43 @@ def _translate(args) -> None:
             source.close()
 
 
+def _load_for(task: str, run_dir: str):
+    """The model of a run directory, if it belongs to `task`; else a ValueError saying what it holds."""
+    from keras_s2s import tasks
+    from keras_s2s.training.runner import load_model
+
+    return tasks.get(task).require(load_model(run_dir), run_dir)
+
+
 def _export(args) -> None:
-    from keras_s2s.training.runner import atomic_write, load_model
+    from keras_s2s.files import atomic_write
+    from keras_s2s.training.runner import load_model
 
     model = load_model(args.model)
-    if args.format == "keras":
+    if args.quantization and args.format != "ctranslate2":
+        raise ValueError("--quantization is for --format ctranslate2")
+    if args.format == "ctranslate2":
+        from keras_s2s.export import export_ctranslate2
+
+        export_ctranslate2(model, args.out, quantization=args.quantization)
+    elif args.format == "keras":
         if not args.out.endswith(".keras"):
             raise ValueError(f"--out must end with .keras for --format keras, got {args.out}")
         atomic_write(args.out, model.save)
     else:
         from keras_s2s.export import export_saved_model
 
-        export_saved_model(model, args.out, beam_width=args.beam_width, length_penalty=args.length_penalty)
+        export_saved_model(
+            model, args.out, beam_width=args.beam_width, length_penalty=args.length_penalty
+        )
     print(f"exported {args.model} to {args.out} ({args.format})")
 
 
 def _transcribe(args) -> int:
     """Print each file's transcript; a file that cannot be read is reported and the rest transcribed."""
     from keras_s2s.data.audio import AudioError, read_audio
-    from keras_s2s.models import SpeechToText
-    from keras_s2s.training.runner import load_model
 
-    model = load_model(args.model)
-    if not isinstance(model, SpeechToText):
-        raise ValueError(f"{args.model} holds a {type(model).__name__}, not a speech recognizer")
+    model = _load_for("recognition", args.model)
     readable, samples = [], []
     for path in args.audio:
         try:
@@ -269,7 +410,9 @@ def _transcribe(args) -> int:
     for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)
     if failed:
-        print(f"keras-s2s: {failed} of {len(args.audio)} file(s) could not be read", file=sys.stderr)
+        print(
+            f"keras-s2s: {failed} of {len(args.audio)} file(s) could not be read", file=sys.stderr
+        )
     return 1 if failed else 0
 
 
@@ -277,10 +420,8 @@ def _synthesize(args) -> None:
     """Each text -> a WAV file (atomically), with optional alignment and mel plots."""
     from pathlib import Path
 
-    from keras_s2s.models import Tacotron2
-    from keras_s2s.training.runner import load_model
-    from keras_s2s.training.tts_eval import write_synthesis
-    from keras_s2s.vocoder import GriffinLim
+    from keras_s2s.decoding.vocoder import GriffinLim
+    from keras_s2s.tasks.synthesis import write_synthesis
 
     texts = list(args.text)
     if args.input:
@@ -295,51 +436,92 @@ def _synthesize(args) -> None:
     if len(texts) > 1 and output.suffix.lower() == ".wav":
         raise ValueError(f"{len(texts)} texts need a folder for -o, not the file {output}")
     targets = [output] if single else [output / f"{i:04d}.wav" for i in range(1, len(texts) + 1)]
-    model = load_model(args.model)
-    if not isinstance(model, Tacotron2):
-        raise ValueError(f"{args.model} holds a {type(model).__name__}, not a speech synthesizer")
+    model = _load_for("synthesis", args.model)
     vocoder = GriffinLim(model.extractor, iterations=args.iterations)
     targets[0].parent.mkdir(parents=True, exist_ok=True)
-    progress = _Progress(len(texts), enabled=sys.stderr.isatty() and len(texts) > 1, verb="synthesized")
+    progress = _Progress(
+        len(texts), enabled=sys.stderr.isatty() and len(texts) > 1, verb="synthesized"
+    )
     try:
         for start in range(0, len(texts), args.batch_size):
-            chunk = texts[start:start + args.batch_size]
-            for text, target, item in zip(chunk, targets[start:], model.infer(chunk, args.max_decoder_steps)):
+            chunk = texts[start : start + args.batch_size]
+            for text, target, item in zip(
+                chunk, targets[start:], model.infer(chunk, args.max_decoder_steps)
+            ):
                 samples = write_synthesis(target, text, item, vocoder, plots=args.plot)
                 if not item["stopped"]:
-                    logging.getLogger("keras_s2s").warning("%s: no stop token within the step limit; the audio "
-                                                           "runs to the limit (%r)", target, text[:60])
+                    logging.getLogger("keras_s2s").warning(
+                        "%s: no stop token within the step limit; the audio runs to the limit (%r)",
+                        target,
+                        text[:60],
+                    )
                 print(f"{target}\t{len(samples) / vocoder.sample_rate:.2f}s\t{text}")
             progress(len(chunk))
     finally:
         progress.close()
 
 
+def _import_tensorflow_quietly() -> None:
+    """Import TensorFlow without its C++ start-up lines (oneDNN, CUDA probing, CPU features) and with its
+    log level at errors only. Python errors still show; the user's own TF_CPP_MIN_LOG_LEVEL, or
+    `--verbose`, leaves everything as TensorFlow prints it (the caller skips this)."""
+    if "tensorflow" in sys.modules:
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)  # the lines come from C++ before TensorFlow reads its log level
+        importlib.import_module("tensorflow")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _list_models() -> None:
+    """Each zoo card's name and description, read without TensorFlow."""
+    from keras_s2s.cards import card_path, list_models, read_card
+
+    for name in list_models():
+        raw, _ = read_card(card_path(name))
+        print(f"{name:16s} {raw.get('description', '')}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
     try:
         if args.command == "list":
-            from keras_s2s import zoo
-
-            for name in zoo.list_models():
-                print(f"{name:16s} {zoo.get_card(name).description}")
-        elif args.command == "train":
+            return _list_models() or 0
+        if not args.verbose and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+            _import_tensorflow_quietly()
+        if args.command == "train":
             from keras_s2s.training.runner import train
 
             if args.workers is not None or args.task_index is not None:
                 _set_tf_config(args)
             devices = args.devices.split(",") if args.devices else None
             data = ",".join(args.data) if args.data else None
-            train(args.model, data=data, out=args.out, epochs=args.epochs, steps=args.steps,
-                  overrides=_overrides(args), devices=devices)
+            train(
+                args.model,
+                data=data,
+                out=args.out,
+                epochs=args.epochs,
+                steps=args.steps,
+                overrides=_overrides(args),
+                devices=devices,
+            )
         elif args.command == "evaluate":
             from keras_s2s.training.runner import evaluate_run
 
-            evaluate_run(args.model, data=",".join(args.data) if args.data else None,
-                         beam_width=args.beam_width, length_penalty=args.length_penalty,
-                         coverage_penalty=args.coverage_penalty)
+            evaluate_run(
+                args.model,
+                data=",".join(args.data) if args.data else None,
+                beam_width=args.beam_width,
+                length_penalty=args.length_penalty,
+                coverage_penalty=args.coverage_penalty,
+            )
         elif args.command == "export":
             _export(args)
         elif args.command == "transcribe":
@@ -355,9 +537,14 @@ def main(argv: list[str] | None = None) -> int:
     except (CardError, FileNotFoundError, ValueError) as exc:
         print(f"keras-s2s: error: {exc}", file=sys.stderr)
         return 2
-    except OSError as exc:  # a full disk, a file that vanished or cannot be written: what was saved stays
-        print(f"keras-s2s: error: {exc}; what was saved before it stays, and the same command continues "
-              "from there", file=sys.stderr)
+    except (
+        OSError
+    ) as exc:  # a full disk, a file that vanished or cannot be written: what was saved stays
+        print(
+            f"keras-s2s: error: {exc}; what was saved before it stays, and the same command continues "
+            "from there",
+            file=sys.stderr,
+        )
         return 1
     except KeyboardInterrupt:
         resume = "; run the same command again to resume" if args.command == "train" else ""

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_s2s.training.files import atomic_write
+from keras_s2s.files import atomic_write
 
 
 def _pyplot():
@@ -36,13 +36,25 @@ def _save(figure, path: str | Path) -> Path:
     return path
 
 
-def plot_alignment(alignment: np.ndarray, path: str | Path, title: str = "", xlabel: str = "decoder step",
-                   ylabel: str = "input character") -> Path:
+def plot_alignment(
+    alignment: np.ndarray,
+    path: str | Path,
+    title: str = "",
+    xlabel: str = "decoder step",
+    ylabel: str = "input character",
+) -> Path:
     """Heat map of attention weights [output steps, input positions]: a good one is a clean diagonal."""
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(8, 4))
-    image = axis.imshow(np.asarray(alignment).T, origin="lower", aspect="auto", cmap="viridis", vmin=0, vmax=1,
-                        interpolation="nearest")
+    image = axis.imshow(
+        np.asarray(alignment).T,
+        origin="lower",
+        aspect="auto",
+        cmap="viridis",
+        vmin=0,
+        vmax=1,
+        interpolation="nearest",
+    )
     axis.set(xlabel=xlabel, ylabel=ylabel, title=title[:90])
     figure.colorbar(image, ax=axis)
     return _save(figure, path)
@@ -55,7 +67,9 @@ def plot_mels(mels: dict, path: str | Path, title: str = "") -> Path:
     low = min(float(np.min(m)) for m in mels.values())
     high = max(float(np.max(m)) for m in mels.values())
     for axis, (name, mel) in zip(axes[:, 0], mels.items()):
-        image = axis.imshow(np.asarray(mel).T, origin="lower", aspect="auto", cmap="magma", vmin=low, vmax=high)
+        image = axis.imshow(
+            np.asarray(mel).T, origin="lower", aspect="auto", cmap="magma", vmin=low, vmax=high
+        )
         axis.set(ylabel=f"{name}\nmel band")
     axes[-1, 0].set_xlabel("frame")
     axes[0, 0].set_title(title[:90])

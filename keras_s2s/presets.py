@@ -8,7 +8,8 @@ A preset directory holds::
 
 `load_preset(source)` takes a preset directory, a `file://` or `https://`
 URL of a preset archive (.tar.gz, .tgz, .tar or .zip), or `package:NAME`
-for an archive shipped inside keras_s2s, with an expected sha256. Downloads land in `KERAS_S2S_HOME/presets/` (verified before use; a
+for an archive shipped with keras_s2s (in `zoo/presets/`), with an expected
+sha256. Downloads land in `KERAS_S2S_HOME/presets/` (verified before use; a
 mismatch removes the file and is an error), resume after an interruption
 (HTTP Range), retry transient failures, and never touch the network when
 `KERAS_S2S_OFFLINE=1`. Archive extraction refuses absolute paths, `..`,
@@ -38,12 +39,12 @@ from pathlib import Path
 
 import keras
 
-from keras_s2s.home import home
+from keras_s2s.home import home, zoo_dir
 
 log = logging.getLogger("keras_s2s")
 CONFIG, WEIGHTS, METADATA = "config.json", "model.weights.h5", "metadata.json"
 MAX_MEMBER_BYTES = 4 * 2**30  # no preset file is larger than 4 GiB
-PACKAGE_PRESETS = Path(__file__).resolve().parent / "zoo" / "presets"  # `package:NAME` URLs
+PACKAGE_PRESETS = zoo_dir() / "presets"  # `package:NAME` URLs
 
 
 class PresetError(ValueError):
@@ -52,8 +53,13 @@ class PresetError(ValueError):
 
 # --- saving and loading a preset directory --------------------------------------------------------
 
-def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | None = None,
-                   weights_dtype: str = "float32") -> Path:
+
+def save_to_preset(
+    model: keras.Model,
+    directory: str | Path,
+    metadata: dict | None = None,
+    weights_dtype: str = "float32",
+) -> Path:
     """Write `model` as a preset directory (atomically: a temporary directory renamed at the end).
 
     `weights_dtype="float16"` stores the weights in half the bytes (a shipped
@@ -69,7 +75,8 @@ def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | N
     tmp.mkdir(parents=True)
     try:
         config = keras.saving.serialize_keras_object(model)
-        config["config"].pop("dtype", None)  # the loading machine's precision policy applies, not the trainer's
+        # the loading machine's precision policy applies, not the trainer's
+        config["config"].pop("dtype", None)
         (tmp / CONFIG).write_text(json.dumps(config, indent=1))
         # weights only: a fresh copy without the optimizer's slots (a third of the size with Adam)
         previous = keras.config.dtype_policy()
@@ -81,9 +88,14 @@ def save_to_preset(model: keras.Model, directory: str | Path, metadata: dict | N
             keras.config.set_dtype_policy(previous)
         bare.set_weights(model.get_weights())
         bare.save_weights(tmp / WEIGHTS)
-        card = {"architecture": type(model).__name__, "parameters": model.count_params(),
-                "keras_s2s_version": __version__, "keras_version": keras.__version__,
-                "dtype_policy": keras.mixed_precision.global_policy().name, "weights_dtype": weights_dtype}
+        card = {
+            "architecture": type(model).__name__,
+            "parameters": model.count_params(),
+            "keras_s2s_version": __version__,
+            "keras_version": keras.__version__,
+            "dtype_policy": keras.mixed_precision.global_policy().name,
+            "weights_dtype": weights_dtype,
+        }
         card.update(metadata or {})
         (tmp / METADATA).write_text(json.dumps(card, indent=2))
         os.replace(tmp, directory)
@@ -107,7 +119,9 @@ def load_preset_directory(directory: str | Path) -> keras.Model:
     try:
         model.load_weights(directory / WEIGHTS)
     except Exception as exc:  # h5py/Keras report corrupt or mismatched weights in several types
-        raise PresetError(f"{directory / WEIGHTS}: weights do not load ({str(exc)[:200]})") from None
+        raise PresetError(
+            f"{directory / WEIGHTS}: weights do not load ({str(exc)[:200]})"
+        ) from None
     return model
 
 
@@ -117,6 +131,7 @@ def read_metadata(directory: str | Path) -> dict:
 
 
 # --- downloads ------------------------------------------------------------------------------------
+
 
 def sha256_of(path: Path) -> str:
     digest = hashlib.sha256()
@@ -135,7 +150,12 @@ def _progress(done: int, total: int | None, start: float) -> None:
         return
     rate = done / max(time.time() - start, 1e-9) / 2**20
     of = f"/{total / 2**20:.1f}" if total else ""
-    print(f"\rdownloading {done / 2**20:.1f}{of} MiB ({rate:.1f} MiB/s)", end="", file=sys.stderr, flush=True)
+    print(
+        f"\rdownloading {done / 2**20:.1f}{of} MiB ({rate:.1f} MiB/s)",
+        end="",
+        file=sys.stderr,
+        flush=True,
+    )
 
 
 def _fetch(url: str, partial: Path, timeout: float) -> None:
@@ -155,7 +175,8 @@ def _fetch(url: str, partial: Path, timeout: float) -> None:
                 _progress(done, total, start)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    if total is not None and done < total:  # the connection dropped: what arrived is kept for a resume
+    # the connection dropped: what arrived is kept for a resume
+    if total is not None and done < total:
         raise ConnectionError(f"connection closed after {done} of {total} bytes")
 
 
@@ -166,11 +187,16 @@ def _cache_path(url: str, sha256: str | None, cache_dir: Path | None = None) -> 
     return (cache_dir or home() / "presets" / "downloads") / f"{key[:16]}-{name}"
 
 
-def download(url: str, sha256: str | None = None, cache_dir: Path | None = None, retries: int = 3,
-             timeout: float = 60.0) -> Path:
+def download(
+    url: str,
+    sha256: str | None = None,
+    cache_dir: Path | None = None,
+    retries: int = 3,
+    timeout: float = 60.0,
+) -> Path:
     """The verified local copy of `url` (downloaded once into the cache)."""
     if url.startswith("package:"):  # an archive shipped inside keras_s2s (the demo presets)
-        url = (PACKAGE_PRESETS / url[len("package:"):]).as_uri()
+        url = (PACKAGE_PRESETS / url[len("package:") :]).as_uri()
     parsed = urllib.parse.urlparse(url)
     if parsed.scheme == "file":
         path = Path(urllib.request.url2pathname(parsed.path))
@@ -180,7 +206,9 @@ def download(url: str, sha256: str | None = None, cache_dir: Path | None = None,
             raise PresetError(f"{url}: sha256 mismatch (expected {sha256}, got {sha256_of(path)})")
         return path
     if parsed.scheme not in ("http", "https"):
-        raise PresetError(f"{url}: unsupported URL scheme {parsed.scheme!r} (use https://, http:// or file://)")
+        raise PresetError(
+            f"{url}: unsupported URL scheme {parsed.scheme!r} (use https://, http:// or file://)"
+        )
     target = _cache_path(url, sha256, cache_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_file() and (not sha256 or sha256_of(target) == sha256):
@@ -192,32 +220,45 @@ def download(url: str, sha256: str | None = None, cache_dir: Path | None = None,
         try:
             _fetch(url, partial, timeout)
             break
-        except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException) as exc:
+        except (
+            urllib.error.URLError,
+            ConnectionError,
+            TimeoutError,
+            http.client.HTTPException,
+        ) as exc:
             if isinstance(exc, urllib.error.HTTPError) and exc.code in (403, 404, 410):
                 raise PresetError(f"{url}: HTTP {exc.code} {exc.reason}") from None
             if attempt == retries:
-                raise PresetError(f"{url}: download failed after {retries} attempts ({exc}); run again to "
-                                  "resume") from None
+                raise PresetError(
+                    f"{url}: download failed after {retries} attempts ({exc}); run again to resume"
+                ) from None
             log.warning("%s: attempt %d failed (%s); retrying", url, attempt, exc)
-            time.sleep(min(2 ** attempt, 10))
+            time.sleep(min(2**attempt, 10))
     if sha256:
         actual = sha256_of(partial)
         if actual != sha256:
             partial.unlink()
-            raise PresetError(f"{url}: sha256 mismatch (expected {sha256}, got {actual}); the download was "
-                              "removed")
+            raise PresetError(
+                f"{url}: sha256 mismatch (expected {sha256}, got {actual}); the download was "
+                "removed"
+            )
     os.replace(partial, target)
     return target
 
 
 # --- safe extraction ------------------------------------------------------------------------------
 
+
 def _check_member(name: str, size: int, archive: Path) -> None:
     parts = Path(name).parts
     if Path(name).is_absolute() or name.startswith(("/", "\\")) or ".." in parts:
-        raise PresetError(f"{archive}: refusing member {name!r}: its path leaves the extraction folder")
+        raise PresetError(
+            f"{archive}: refusing member {name!r}: its path leaves the extraction folder"
+        )
     if size > MAX_MEMBER_BYTES:
-        raise PresetError(f"{archive}: refusing member {name!r}: {size} bytes is over the {MAX_MEMBER_BYTES} limit")
+        raise PresetError(
+            f"{archive}: refusing member {name!r}: {size} bytes is over the {MAX_MEMBER_BYTES} limit"
+        )
 
 
 def extract(archive: Path, destination: Path) -> Path:
@@ -231,21 +272,28 @@ def extract(archive: Path, destination: Path) -> Path:
                 for info in zf.infolist():
                     _check_member(info.filename, info.file_size, archive)
                     if (info.external_attr >> 16) & 0o170000 == 0o120000:
-                        raise PresetError(f"{archive}: refusing member {info.filename!r}: links are not allowed")
+                        raise PresetError(
+                            f"{archive}: refusing member {info.filename!r}: links are not allowed"
+                        )
                 zf.extractall(tmp)
         else:
             try:
                 tf_archive = tarfile.open(archive)
             except tarfile.TarError as exc:
-                raise PresetError(f"{archive}: not a readable .tar.gz, .tar or .zip archive ({exc})") from None
+                raise PresetError(
+                    f"{archive}: not a readable .tar.gz, .tar or .zip archive ({exc})"
+                ) from None
             with tf_archive:
                 members = []
-                for member in tf_archive:  # header by header: a bad member is refused before the rest is read
+                # header by header: a bad member is refused before the rest is read
+                for member in tf_archive:
                     _check_member(member.name, member.size, archive)
                     members.append(member)
                     if not (member.isfile() or member.isdir()):
-                        raise PresetError(f"{archive}: refusing member {member.name!r}: only plain files and "
-                                          "folders are allowed (no links or devices)")
+                        raise PresetError(
+                            f"{archive}: refusing member {member.name!r}: only plain files and "
+                            "folders are allowed (no links or devices)"
+                        )
                 tf_archive.extractall(tmp, members=members, filter="data")
         if destination.exists():
             shutil.rmtree(destination)
@@ -299,8 +347,10 @@ def _use_preset(source: str, sha256: str | None, use):
             raise  # the user's own file or a shipped one: never deleted
         shutil.rmtree(unpacked, ignore_errors=True)
         archive.unlink(missing_ok=True)
-        raise PresetError(f"{error}; the cached download {archive} was removed, so the next run downloads "
-                          f"{source} afresh") from None
+        raise PresetError(
+            f"{error}; the cached download {archive} was removed, so the next run downloads "
+            f"{source} afresh"
+        ) from None
 
 
 def pack_preset(directory: str | Path, archive: str | Path) -> str:
@@ -311,7 +361,9 @@ def pack_preset(directory: str | Path, archive: str | Path) -> str:
     with open(archive, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as zipped:
         with tarfile.open(fileobj=zipped, mode="w") as tar:
             for path in sorted(directory.rglob("*")):
-                info = tar.gettarinfo(str(path), arcname=f"{directory.name}/{path.relative_to(directory)}")
+                info = tar.gettarinfo(
+                    str(path), arcname=f"{directory.name}/{path.relative_to(directory)}"
+                )
                 info.mtime, info.uid, info.gid, info.uname, info.gname = 0, 0, 0, "", ""
                 if path.is_file():
                     with open(path, "rb") as handle:

@@ -28,8 +28,16 @@ def demo_data():
     """A small demo task shared by the tests (tokenizer training is the slow part)."""
     from keras_s2s.data import load_parallel_data
 
-    return load_parallel_data("demo", num_train=1500, num_valid=64, num_test=32, vocab_size=600,
-                              batch_size=32, max_length=48, repeat=True)
+    return load_parallel_data(
+        "demo",
+        num_train=1500,
+        num_valid=64,
+        num_test=32,
+        vocab_size=600,
+        batch_size=32,
+        max_length=48,
+        repeat=True,
+    )
 
 
 def tiny_gnmt(vocab_size=64, **kwargs):

@@ -3,11 +3,10 @@ import itertools
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import tiny_gnmt
 
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, length_penalty
-
-from conftest import tiny_gnmt
 
 
 def sources(seed=0, vocab=40):
@@ -22,8 +21,11 @@ def sequence_log_prob(model, source, ids):
     """Teacher-forced log-probability of each output row, up to and including its EOS."""
     target_in = np.concatenate([np.full((len(ids), 1), BOS_ID, "int32"), ids[:, :-1]], axis=1)
     logits = model({"source": source, "target_in": target_in}).numpy().astype("float64")
-    log_probs = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True)) \
+    log_probs = (
+        logits
+        - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1, keepdims=True))
         - logits.max(-1, keepdims=True)
+    )
     token_scores = np.take_along_axis(log_probs, ids[:, :, None], axis=-1)[:, :, 0]
     is_eos = ids == EOS_ID
     before_end = np.cumsum(is_eos, axis=1) - is_eos == 0
@@ -40,14 +42,16 @@ def test_beam_width_one_equals_greedy(model):
     src = sources()
     greedy = model.generate(src, max_length=9)
     beam_one = beam_search(model, tf.constant(src), 1, 9)[0]
-    np.testing.assert_array_equal(beam_one.numpy()[:, :greedy.shape[1]], greedy)
+    np.testing.assert_array_equal(beam_one.numpy()[:, : greedy.shape[1]], greedy)
 
 
 @pytest.mark.parametrize("beam_width", [2, 4])
 def test_beam_reports_the_models_own_score_of_its_output(model, beam_width):
     src = sources(seed=beam_width)
     beam_ids, beam_scores, _ = beam_search(model, tf.constant(src), beam_width, 9, alpha=0.0)
-    np.testing.assert_allclose(beam_scores.numpy(), sequence_log_prob(model, src, beam_ids.numpy()), atol=1e-3)
+    np.testing.assert_allclose(
+        beam_scores.numpy(), sequence_log_prob(model, src, beam_ids.numpy()), atol=1e-3
+    )
 
 
 @pytest.mark.parametrize("beam_width, alpha", [(2, 0.0), (4, 0.0), (3, 0.6)])
@@ -60,7 +64,9 @@ def test_generate_with_a_beam_never_scores_below_greedy(model, beam_width, alpha
     for name, ids in (("greedy", greedy), ("beam", beam)):
         log_probs, lengths = model.score(src, ids)
         scores[name] = log_probs.numpy() / length_penalty(lengths, alpha).numpy()
-    np.testing.assert_allclose(model.score(src, beam)[0], sequence_log_prob(model, src, beam), atol=1e-3)
+    np.testing.assert_allclose(
+        model.score(src, beam)[0], sequence_log_prob(model, src, beam), atol=1e-3
+    )
     assert (scores["beam"] >= scores["greedy"] - 1e-4).all()
 
 
@@ -69,11 +75,15 @@ def test_a_beam_as_wide_as_all_prefixes_finds_the_exact_best_sequence():
     vocab, length = 6, 3
     model = tiny_gnmt(vocab_size=vocab, num_layers=2, units=8)
     src = sources(vocab=vocab)[:2]
-    beam_ids, beam_scores, _ = beam_search(model, tf.constant(src), vocab ** (length - 1), length, alpha=0.0)
+    beam_ids, beam_scores, _ = beam_search(
+        model, tf.constant(src), vocab ** (length - 1), length, alpha=0.0
+    )
     candidates = np.array(list(itertools.product(range(vocab), repeat=length)), dtype="int32")
     candidates = candidates[(candidates == EOS_ID).any(axis=1)]  # EOS is forced at the length limit
     for row in range(len(src)):
-        scores = sequence_log_prob(model, np.repeat(src[row:row + 1], len(candidates), 0), candidates)
+        scores = sequence_log_prob(
+            model, np.repeat(src[row : row + 1], len(candidates), 0), candidates
+        )
         assert beam_scores.numpy()[row] == pytest.approx(scores.max(), abs=1e-3)
 
 
@@ -85,8 +95,8 @@ def test_beam_output_is_padded_after_eos_and_length_penalty():
     for row in ids:
         row = list(row)
         if EOS_ID in row:
-            assert all(t == PAD_ID for t in row[row.index(EOS_ID) + 1:])
-    np.testing.assert_allclose(length_penalty(tf.constant([1, 7]), 0.6), [1.0, 2.0 ** 0.6], rtol=1e-6)
+            assert all(t == PAD_ID for t in row[row.index(EOS_ID) + 1 :])
+    np.testing.assert_allclose(length_penalty(tf.constant([1, 7]), 0.6), [1.0, 2.0**0.6], rtol=1e-6)
     np.testing.assert_allclose(length_penalty(tf.constant([9]), 0.0), [1.0])
     with pytest.raises(ValueError, match="beam_width must be >= 1"):
         model.generate(sources(vocab=12), beam_width=0)

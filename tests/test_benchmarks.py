@@ -10,6 +10,7 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks
 
 import flops  # noqa: E402
 import optrace  # noqa: E402
+
 from keras_s2s import zoo  # noqa: E402
 
 
@@ -54,10 +55,14 @@ def test_profile_is_read_into_op_classes(tmp_path):
     levels = optrace.kernel_concurrency(str(tmp_path))
     assert set(levels) <= set(range(64)) and all(seconds >= 0 for seconds in levels.values())
     kernel_seconds = sum(v for name, v in types.items() if optrace.op_class(name) != "control flow")
-    assert sum(k * seconds for k, seconds in levels.items()) == pytest.approx(kernel_seconds, rel=1e-6)
+    assert sum(k * seconds for k, seconds in levels.items()) == pytest.approx(
+        kernel_seconds, rel=1e-6
+    )
     scopes = optrace.op_scope_seconds(str(tmp_path), "element-wise")
     assert any(key.startswith("forward block") and key.endswith(" Tanh") for key in scopes), scopes
-    assert any(key.startswith("backward block") and key.endswith(" TanhGrad") for key in scopes), scopes
+    assert any(key.startswith("backward block") and key.endswith(" TanhGrad") for key in scopes), (
+        scopes
+    )
     name = "StatefulPartitionedCall/gradient_tape/model_1/decoder_2_1/attention/Mul"
     assert optrace.op_scope(name, depth=2) == "backward model/decoder"
     empty = tmp_path / "nothing"
@@ -71,11 +76,21 @@ def test_profile_is_read_into_op_classes(tmp_path):
 
 
 def test_flop_count_of_a_transformer_matches_a_hand_count():
-    model = zoo.load("transformer_demo", vocab_size=100, num_layers=1, d_model=16, num_heads=2, ffn_dim=32,
-                     precision="float32", strategy="default")
+    model = zoo.load(
+        "transformer_demo",
+        vocab_size=100,
+        num_layers=1,
+        d_model=16,
+        num_heads=2,
+        ffn_dim=32,
+        precision="float32",
+        strategy="default",
+    )
     batch, length, d, f, v = 2, 5, 16, 32, 100
     # encoder: 4 attention projections + 2 FFN matrices; decoder: 8 attention projections + 2 FFN; output = V x d
     weights = 4 * d * d + 2 * d * f + 8 * d * d + 2 * d * f + v * d
     attention = 3 * 4 * batch * length * length * d  # encoder self, decoder self and cross
     expected = 6 * weights * batch * length + 3 * attention
-    assert flops.training_flops("transformer", model, {"batch": batch, "length": length}) == expected
+    assert (
+        flops.training_flops("transformer", model, {"batch": batch, "length": length}) == expected
+    )

@@ -1,8 +1,9 @@
 import pytest
 import yaml
 
-from keras_s2s import zoo
-from keras_s2s.config import CardError, apply_overrides, load_card, parse_override
+from keras_s2s import tasks, zoo
+from keras_s2s.cards import apply_overrides, load_card
+from keras_s2s.config import CardError, parse_override
 
 
 def write_card(tmp_path, mutate):
@@ -25,7 +26,9 @@ def test_unknown_model_names_closest_match_and_the_list():
         zoo.get_card("gmnt")
     assert "did you mean 'gnmt'" in str(err.value).lower()
     assert "Available models: " + ", ".join(zoo.list_models()) in str(err.value)
-    assert {"gnmt", "transformer", "convs2s", "jasper", "wave2letter", "deepspeech2"} <= set(zoo.list_models())
+    assert {"gnmt", "transformer", "convs2s", "jasper", "wave2letter", "deepspeech2"} <= set(
+        zoo.list_models()
+    )
 
 
 def test_mistyped_key_names_key_card_line_and_valid_keys(tmp_path):
@@ -49,11 +52,23 @@ def test_unknown_model_argument_lists_constructor_arguments(tmp_path):
 @pytest.mark.parametrize(
     "mutate, expected",
     [
-        (lambda c: c["model"].update({"units": "big"}), "'model.units' must be a whole number of at least 1, got 'big'"),
+        (
+            lambda c: c["model"].update({"units": "big"}),
+            "'model.units' must be a whole number of at least 1, got 'big'",
+        ),
         (lambda c: c["training"].update({"precision": "fp16"}), "one of 'auto', 'float32'"),
-        (lambda c: c["data"].update({"batch_size": 12.5}), "'data.batch_size' must be a whole number of at least 1"),
-        (lambda c: c["data"].update({"batch_size": 0}), "'data.batch_size' must be a whole number of at least 1, got 0"),
-        (lambda c: c["training"].update({"epochs": -1}), "'training.epochs' must be a whole number of at least 1"),
+        (
+            lambda c: c["data"].update({"batch_size": 12.5}),
+            "'data.batch_size' must be a whole number of at least 1",
+        ),
+        (
+            lambda c: c["data"].update({"batch_size": 0}),
+            "'data.batch_size' must be a whole number of at least 1, got 0",
+        ),
+        (
+            lambda c: c["training"].update({"epochs": -1}),
+            "'training.epochs' must be a whole number of at least 1",
+        ),
         (lambda c: c["training"].update({"jit_compile": "yes"}), "must be boolean"),
         (lambda c: c.update({"training": [1, 2]}), "'training' must be mapping"),
         (lambda c: c.pop("data"), "missing required key 'data'"),
@@ -75,13 +90,20 @@ def test_invalid_yaml_and_missing_file(tmp_path):
 
 
 def test_overrides_bare_dotted_and_typed():
-    card = zoo.get_card("gnmt", units=256, num_layers=2, precision="float32",
-                        **{"training.loss_scale.initial_scale": 8.0})
+    card = zoo.get_card(
+        "gnmt",
+        units=256,
+        num_layers=2,
+        precision="float32",
+        **{"training.loss_scale.initial_scale": 8.0},
+    )
     assert card.model["units"] == 256 and card.model["num_layers"] == 2
     assert card.training["precision"] == "float32"
     assert card.training["loss_scale"]["initial_scale"] == 8.0
     assert zoo.get_card("gnmt").model["units"] == 1024  # the card file is untouched
-    with pytest.raises(CardError, match="'model.units' must be a whole number of at least 1, got 'many'"):
+    with pytest.raises(
+        CardError, match="'model.units' must be a whole number of at least 1, got 'many'"
+    ):
         zoo.get_card("gnmt", units="many")
     with pytest.raises(CardError, match="unknown setting.*did you mean 'units'"):
         zoo.get_card("gnmt", unitz=3)
@@ -93,13 +115,80 @@ def test_parse_override_reads_yaml_values():
     assert parse_override("jit_compile=true") == ("jit_compile", True)
     with pytest.raises(CardError, match="key=value"):
         parse_override("units")
-    assert apply_overrides({"architecture": "gnmt", "model": {}}, {"units": 3})["model"] == {"units": 3}
+    assert apply_overrides({"architecture": "gnmt", "model": {}}, {"units": 3})["model"] == {
+        "units": 3
+    }
 
 
 def test_a_bare_override_sets_every_part_that_has_the_key():
     card = zoo.get_card("transformer_demo", vocab_size=500, seed=7, label_smoothing=0.2)
-    assert card.model["vocab_size"] == 500 and card.data["vocab_size"] == 500
+    assert card.data["vocab_size"] == 500 and "vocab_size" not in card.model, "stated once, in data"
+    assert tasks.for_card(card).model_arguments(card)["vocab_size"] == 500, (
+        "the model takes it from there"
+    )
     assert card.data["seed"] == 7 and card.training["seed"] == 7
     assert card.training["label_smoothing"] == 0.2
-    with pytest.raises(CardError, match="'data.tokenization' must be one of 'sentencepiece', 'pretokenized'"):
+    with pytest.raises(
+        CardError, match="'data.tokenization' must be one of 'sentencepiece', 'pretokenized'"
+    ):
         zoo.get_card("transformer_demo", tokenization="bpe")
+
+
+def write(path, text):
+    path.write_text(text)
+    return path
+
+
+def test_a_card_states_only_what_differs_from_its_base(tmp_path):
+    big = zoo.get_card("transformer_big")
+    base = zoo.get_card("transformer")
+    assert big.model["d_model"] == 1024 and big.model["num_layers"] == base.model["num_layers"] == 6
+    assert (
+        big.training["learning_rate"] == 0.0005
+        and big.training["warmup_steps"] == base.training["warmup_steps"]
+    )
+    assert big.name == "transformer_big" and big.description != base.description
+    demo = zoo.get_card("gnmt_demo")
+    assert (
+        demo.presets == zoo.get_card("gnmt").presets and zoo.get_card("wave2letter").presets == {}
+    ), "presets are not inherited (wave2letter must not load jasper's)"
+    write(
+        tmp_path / "parent.yaml",
+        "architecture: gnmt\nmodel: {units: 32, num_layers: 2}\n"
+        "data: {source: demo, vocab_size: 100}\ntraining: {epochs: 2, loss_scale: {initial_scale: 8.0}}\n",
+    )
+    child = load_card(
+        write(
+            tmp_path / "child.yaml",
+            "base: parent.yaml\nmodel: {units: 16}\n"
+            "training: {loss_scale: {growth_interval: 10}}\n",
+        )
+    )
+    assert child.name == "child" and child.model == {"units": 16, "num_layers": 2}
+    assert child.training["loss_scale"] == {"initial_scale": 8.0, "growth_interval": 10}, (
+        "mappings merge"
+    )
+    assert load_card(tmp_path / "child.yaml", {"units": 8}).model["units"] == 8
+
+
+def test_base_card_errors_name_the_card(tmp_path):
+    write(tmp_path / "a.yaml", "base: b.yaml\narchitecture: gnmt\n")
+    write(tmp_path / "b.yaml", "base: a.yaml\n")
+    with pytest.raises(CardError, match="leads back to itself"):
+        load_card(tmp_path / "a.yaml")
+    with pytest.raises(CardError, match="unknown model 'transformr'.*Did you mean 'transformer'"):
+        load_card(write(tmp_path / "c.yaml", "base: transformr\n"))
+    with pytest.raises(CardError, match="model card not found: .*missing.yaml"):
+        load_card(write(tmp_path / "d.yaml", "base: missing.yaml\n"))
+    with pytest.raises(CardError, match="'base' must name a card"):
+        load_card(write(tmp_path / "e.yaml", "base: 3\n"))
+    with pytest.raises(CardError, match="e.yaml.*unknown key 'model.unitz'"):
+        load_card(write(tmp_path / "e.yaml", "base: transformer\nmodel: {unitz: 3}\n"))
+
+
+def test_a_key_set_twice_is_refused_with_both_lines(tmp_path):
+    text = "architecture: gnmt\nmodel:\n  units: 8\n  units: 16\ndata: {}\ntraining: {}\n"
+    with pytest.raises(
+        CardError, match=r"twice.yaml, line 4: 'model.units' is set twice \(first on line 3\)"
+    ):
+        load_card(write(tmp_path / "twice.yaml", text))

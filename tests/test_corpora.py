@@ -17,7 +17,7 @@ PAIRS = [(f"the dog {i} sees a cat", f"der hund {i} sieht eine katze") for i in 
 def write_split_dir(root, direction=("en", "de"), sizes=(150, 20, 30)):
     start = 0
     for split, size in zip(("train", "dev", "test"), sizes):
-        pairs = PAIRS[start:start + size]
+        pairs = PAIRS[start : start + size]
         start += size
         for side, lang in enumerate(direction):
             (root / f"{split}.{lang}").write_text("".join(p[side] + "\n" for p in pairs))
@@ -43,7 +43,9 @@ def test_a_directory_of_tsv_splits_and_missing_held_out_splits(tmp_path):
 
 def test_split_directory_errors(tmp_path):
     write_split_dir(tmp_path)
-    with pytest.raises(CorpusError, match=r"has files for de, en; say which side is the source with data.direction"):
+    with pytest.raises(
+        CorpusError, match=r"has files for de, en; say which side is the source with data.direction"
+    ):
         read_splits(str(tmp_path))
     with pytest.raises(CorpusError, match=r"lacks .*train.fr"):
         read_splits(str(tmp_path), direction="en-fr")
@@ -57,14 +59,22 @@ def test_split_directory_errors(tmp_path):
 
 def test_tfds_translation_sets_with_mock_data():
     import tensorflow_datasets as tfds
+
     with tfds.testing.mock_data(num_examples=40):
-        train, valid, test, _ = read_splits("tfds:wmt14_translate/de-en", num_valid=5, direction="en-de")
+        train, valid, test, _ = read_splits(
+            "tfds:wmt14_translate/de-en", num_valid=5, direction="en-de"
+        )
         assert (len(train), len(valid), len(test)) == (40, 5, 40)
-        data = load_parallel_data("tfds:wmt14_translate/de-en", direction="de-en", vocab_size=60, batch_size=8)
+        data = load_parallel_data(
+            "tfds:wmt14_translate/de-en", direction="de-en", vocab_size=60, batch_size=8
+        )
         inputs, labels = next(iter(data.train))
         assert inputs["source"].shape[0] <= 8 and labels.shape == inputs["target_in"].shape
-        with pytest.raises(CorpusError, match="unknown TensorFlow Datasets name 'wmt14_translat'. "
-                                              "Did you mean 'wmt14_translate'"):
+        with pytest.raises(
+            CorpusError,
+            match="unknown TensorFlow Datasets name 'wmt14_translat'. "
+            "Did you mean 'wmt14_translate'",
+        ):
             read_splits("tfds:wmt14_translat/de-en")
         with pytest.raises(CorpusError, match="tfds:wmt14_translate/xx-en"):
             read_splits("tfds:wmt14_translate/xx-en")
@@ -83,8 +93,14 @@ def test_pretokenized_corpora_keep_their_tokens_and_undo_bpe_marks():
 
 def test_pretokenized_training_data(tmp_path):
     (tmp_path / "c.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in PAIRS))
-    data = load_parallel_data(str(tmp_path / "c.tsv"), tokenization="pretokenized", vocab_size=500,
-                              batch_size=16, num_valid=10, num_test=10)
+    data = load_parallel_data(
+        str(tmp_path / "c.tsv"),
+        tokenization="pretokenized",
+        vocab_size=500,
+        batch_size=16,
+        num_valid=10,
+        num_test=10,
+    )
     assert isinstance(data.tokenizer, PretokenizedVocabulary)
     inputs, _ = next(iter(data.train))
     assert inputs["source"].shape[1] % 8 == 0
@@ -101,8 +117,10 @@ def test_token_based_batching():
     from keras_s2s.data.tokenizer import SubwordTokenizer
 
     tokenizer = SubwordTokenizer.train(list(sources) + list(targets), vocab_size=20)
-    ds = make_dataset(list(sources), list(targets), tokenizer, batch_tokens=256, max_length=40, pad_to_multiple=1)
-    for inputs, labels in ds:
+    ds = make_dataset(
+        list(sources), list(targets), tokenizer, batch_tokens=256, max_length=40, pad_to_multiple=1
+    )
+    for inputs, _labels in ds:
         longest = max(inputs["source"].shape[1], inputs["target_in"].shape[1])
         assert inputs["source"].shape[0] * longest <= 256 + 8 * longest
 
@@ -115,8 +133,12 @@ def test_blank_lines_and_one_sided_pairs(tmp_path, caplog):
         sources, _ = read_parallel([tmp_path / "few.tsv"])
     assert len(sources) == 199 and "skipped 1 pairs with an empty side (lines 6)" in caplog.text
     (tmp_path / "a.src").write_text("".join(s + "\n" for s, _ in PAIRS))
-    (tmp_path / "a.tgt").write_text("".join(("" if i % 10 == 0 else t) + "\n" for i, (_, t) in enumerate(PAIRS)))
-    with pytest.raises(CorpusError, match=r"20 of 200 lines \(10.0%\) have text on one side only \(lines 1, 11"):
+    (tmp_path / "a.tgt").write_text(
+        "".join(("" if i % 10 == 0 else t) + "\n" for i, (_, t) in enumerate(PAIRS))
+    )
+    with pytest.raises(
+        CorpusError, match=r"20 of 200 lines \(10.0%\) have text on one side only \(lines 1, 11"
+    ):
         read_parallel([tmp_path / "a.src", tmp_path / "a.tgt"])
 
 
@@ -124,14 +146,28 @@ def test_over_long_sentences_are_dropped_and_counted(tmp_path, caplog):
     pairs = PAIRS[:50] + [(" ".join(["long"] * 80), "kurz")] * 3
     (tmp_path / "c.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
     with caplog.at_level(logging.INFO, logger="keras_s2s"):
-        load_parallel_data(str(tmp_path / "c.tsv"), tokenization="pretokenized", max_length=20,
-                           num_valid=0, num_test=0)
-    assert "dropped 3 of 53 sentence pairs longer than 20 tokens (5.7%, more than 1%): --set max_length=88 " \
+        load_parallel_data(
+            str(tmp_path / "c.tsv"),
+            tokenization="pretokenized",
+            max_length=20,
+            num_valid=0,
+            num_test=0,
+        )
+    assert (
+        "dropped 3 of 53 sentence pairs longer than 20 tokens (5.7%, more than 1%): --set max_length=88 "
         "keeps 99% of them" in caplog.text
-    assert any(record.levelname == "WARNING" for record in caplog.records), "more than 1% is said loudly"
+    )
+    assert any(record.levelname == "WARNING" for record in caplog.records), (
+        "more than 1% is said loudly"
+    )
     with pytest.raises(ValueError, match="no sentence pair is shorter than max_length=2 tokens"):
-        load_parallel_data(str(tmp_path / "c.tsv"), tokenization="pretokenized", max_length=2,
-                           num_valid=0, num_test=0)
+        load_parallel_data(
+            str(tmp_path / "c.tsv"),
+            tokenization="pretokenized",
+            max_length=2,
+            num_valid=0,
+            num_test=0,
+        )
 
 
 def test_a_source_longer_than_the_position_table_is_a_clear_error():
@@ -141,7 +177,9 @@ def test_a_source_longer_than_the_position_table_is_a_clear_error():
     too_long = np.full((1, 9), 5, "int32")
     with pytest.raises(ValueError, match="more than 6 tokens"):
         model.generate(too_long)
-    assert model.generate(np.array([[5, 6, 3, 0, 0, 0, 0, 0]], "int32"), max_length=40).shape[1] <= 6
+    assert (
+        model.generate(np.array([[5, 6, 3, 0, 0, 0, 0, 0]], "int32"), max_length=40).shape[1] <= 6
+    )
 
 
 def test_separate_source_and_target_vocabularies(tmp_path):
@@ -150,23 +188,37 @@ def test_separate_source_and_target_vocabularies(tmp_path):
     from keras_s2s import zoo
     from keras_s2s.data.tokenizer import TokenizerPair, load_run_tokenizer, save_run_tokenizer
 
-    data = load_parallel_data("demo", num_train=800, num_valid=16, num_test=8, vocab_size=260,
-                              source_vocab_size=200, shared_vocabulary=False, batch_size=16)
+    data = load_parallel_data(
+        "demo",
+        num_train=800,
+        num_valid=16,
+        num_test=8,
+        vocab_size=260,
+        source_vocab_size=200,
+        shared_vocabulary=False,
+        batch_size=16,
+    )
     tokenizer = data.tokenizer
     assert isinstance(tokenizer, TokenizerPair)
     assert (tokenizer.source_vocab_size, tokenizer.vocab_size) == (200, 260)
-    for arch, sizes in (("transformer_demo", {"num_layers": 1, "d_model": 16, "num_heads": 2, "ffn_dim": 32}),
-                        ("gnmt_demo", {"units": 16}), ("convs2s_demo", {"channels": [16], "kernel_sizes": [3],
-                                                                          "embedding_dim": 16})):
+    for arch, sizes in (
+        ("transformer_demo", {"num_layers": 1, "d_model": 16, "num_heads": 2, "ffn_dim": 32}),
+        ("gnmt_demo", {"units": 16}),
+        ("convs2s_demo", {"channels": [16], "kernel_sizes": [3], "embedding_dim": 16}),
+    ):
         model = zoo.load(arch, tokenizer=tokenizer, precision="float32", **sizes)
         assert model.source_embedding.input_dim == 200 and model.source_vocab_size == 200
         inputs, labels = next(iter(data.train))
-        assert model(inputs).shape[-1] == 260 and np.isfinite(float(model.compute_loss(inputs, labels, model(inputs))))
+        assert model(inputs).shape[-1] == 260 and np.isfinite(
+            float(model.compute_loss(inputs, labels, model(inputs)))
+        )
     model.save(tmp_path / "m.keras")
     restored = keras.saving.load_model(tmp_path / "m.keras")
     assert restored.translate(data.test_sources[:2]) == model.translate(data.test_sources[:2])
     save_run_tokenizer(tokenizer, tmp_path, "sentencepiece")
-    assert (tmp_path / "tokenizer.source.model").is_file() and (tmp_path / "tokenizer.target.model").is_file()
+    assert (tmp_path / "tokenizer.source.model").is_file() and (
+        tmp_path / "tokenizer.target.model"
+    ).is_file()
     reloaded = load_run_tokenizer(tmp_path, "sentencepiece", shared=False)
     assert reloaded.source.tokenize(["zai"]) == tokenizer.source.tokenize(["zai"])
     from keras_s2s.models import GNMT

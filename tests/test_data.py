@@ -31,12 +31,41 @@ def test_a_sampled_joint_vocabulary_learns_both_languages():
     """More sentences than the trainer reads: a sample of the whole list, not its head (the sources)."""
     rng = random.Random(1)
     english = ["house", "window", "garden", "printer", "network", "keyboard", "screen", "folder"]
-    german = ["Haus", "Fenster", "Garten", "Drucker", "Netzwerk", "Tastatur", "Bildschirm", "Ordner"]
+    german = [
+        "Haus",
+        "Fenster",
+        "Garten",
+        "Drucker",
+        "Netzwerk",
+        "Tastatur",
+        "Bildschirm",
+        "Ordner",
+    ]
     sources = [" ".join(rng.choices(english, k=4)) for _ in range(400)]
     targets = [" ".join(rng.choices(german, k=4)) for _ in range(400)]
     tokenizer = SubwordTokenizer.train(sources + targets, vocab_size=80, max_sentences=300)
     pieces = tokenizer.tokenize(german)
-    assert sum(len(p) for p in pieces) <= 1.5 * len(german), f"German split into characters: {pieces}"
+    assert sum(len(p) for p in pieces) <= 1.5 * len(german), (
+        f"German split into characters: {pieces}"
+    )
+
+
+def test_training_translate_and_export_tokenize_alike(tokenizer):
+    """Python SentencePiece (training, translate) and its TensorFlow ops (the SavedModel) on a corpus sample,
+    unseen sentences, odd spacing, unknown characters and accents included."""
+    import tensorflow as tf
+
+    pairs = DemoCorpus(seed=7).split(300, 0, 0)[0]
+    texts = (
+        [s for s, _ in pairs] + [t for _, t in pairs] + ["  two  spaces ", "Ünïcödé ✓ 42", "", "x"]
+    )
+    ids = tokenizer.tokenize(texts)
+    graph = tokenizer.in_graph()
+    assert graph.tokenize(tf.constant(texts)).to_list() == ids
+    detokenized = [
+        t.decode() for t in graph.detokenize(tf.ragged.constant(ids, dtype=tf.int32)).numpy()
+    ]
+    assert detokenized == tokenizer.detokenize(ids)
 
 
 def test_tokenizer_save_and_load(tokenizer, tmp_path):
@@ -47,8 +76,10 @@ def test_tokenizer_save_and_load(tokenizer, tmp_path):
 def test_read_aligned_files_and_tsv(tmp_path):
     (tmp_path / "a.src").write_text("one\ntwo\n\nfour\n")
     (tmp_path / "a.tgt").write_text("eins\nzwei\n  \nvier\n")  # blank on both sides: skipped
-    assert read_parallel([tmp_path / "a.src", tmp_path / "a.tgt"]) == (["one", "two", "four"],
-                                                                        ["eins", "zwei", "vier"])
+    assert read_parallel([tmp_path / "a.src", tmp_path / "a.tgt"]) == (
+        ["one", "two", "four"],
+        ["eins", "zwei", "vier"],
+    )
     (tmp_path / "a.tsv").write_text("one\teins\r\ntwo\tzwei\n")
     assert read_parallel([tmp_path / "a.tsv"]) == (["one", "two"], ["eins", "zwei"])
 
@@ -78,8 +109,16 @@ def test_pipeline_pads_buckets_and_shifts(tokenizer):
     corpus = DemoCorpus(seed=0)
     pairs = corpus.split(300, 0, 0, seed=5)[0]
     sources, targets = [s for s, _ in pairs], [t for _, t in pairs]
-    ds = make_dataset(sources, targets, tokenizer, batch_size=16, max_length=24, bucket_width=8,
-                      pad_to_multiple=8, shuffle=True)
+    ds = make_dataset(
+        sources,
+        targets,
+        tokenizer,
+        batch_size=16,
+        max_length=24,
+        bucket_width=8,
+        pad_to_multiple=8,
+        shuffle=True,
+    )
     seen = 0
     for inputs, labels in ds:
         src, tin, tout = inputs["source"].numpy(), inputs["target_in"].numpy(), labels.numpy()
@@ -96,8 +135,11 @@ def test_pipeline_pads_buckets_and_shifts(tokenizer):
         longest = np.maximum(src_lengths, lengths)
         assert len(set(np.searchsorted([8, 16, 24], longest, side="right"))) == 1
         seen += len(src)
-    kept = sum(1 for s, t in zip(tokenizer.tokenize(sources), tokenizer.tokenize(targets))
-               if len(s) < 24 and len(t) < 24)
+    kept = sum(
+        1
+        for s, t in zip(tokenizer.tokenize(sources), tokenizer.tokenize(targets))
+        if len(s) < 24 and len(t) < 24
+    )
     assert seen == kept < len(sources), "long pairs are filtered, all others kept"
 
 
@@ -110,7 +152,9 @@ def test_demo_task_is_deterministic_and_rich():
     train, valid, test = a.split(2000, 100, 100)
     lengths = [len(s.split()) for s, _ in train]
     assert min(lengths) >= 3 and max(lengths) <= 30
-    assert not {s for s, _ in test} & {s for s, _ in train}, "held-out sentences never occur in training"
+    assert not {s for s, _ in test} & {s for s, _ in train}, (
+        "held-out sentences never occur in training"
+    )
 
 
 def test_demo_language_rules():
@@ -119,7 +163,12 @@ def test_demo_language_rules():
     verb = next(v for v in corpus.verbs if not v.light)
     rng = random.Random(0)
     # reordering (verb last), agreement (3sg, future), many-to-one ("the X" -> one word)
-    corpus.nouns, corpus.verbs, corpus.adjectives, corpus.adverbs = [noun], [verb], corpus.adjectives[:1], corpus.adverbs[:1]
+    corpus.nouns, corpus.verbs, corpus.adjectives, corpus.adverbs = (
+        [noun],
+        [verb],
+        corpus.adjectives[:1],
+        corpus.adverbs[:1],
+    )
     found = set()
     for _ in range(3000):
         src, tgt = corpus.sample_pair(rng)
@@ -127,7 +176,11 @@ def test_demo_language_rules():
         if {"and", "but"} & set(words):
             continue
         if words[:3] == ["he", "will", verb.source]:
-            assert tgt.split()[-1] == verb.target + "mo", (src, tgt)  # pronoun dropped, one verb word
+            # pronoun dropped, one verb word
+            assert tgt.split()[-1] == verb.target + "mo", (
+                src,
+                tgt,
+            )
             found.add("future")
         if words[:3] == ["the", noun.source, verb.source + "ed"]:
             definite = noun.target + ("ul", "ika")[noun.gender]
@@ -153,5 +206,7 @@ def test_splits_of_user_files_are_reproducible(tmp_path):
     second = read_splits(str(tmp_path / "c.tsv"), 0, 10, 10, seed=1)
     assert first[:3] == second[:3]
     assert [len(x) for x in first[:3]] == [80, 10, 10]
-    data = load_parallel_data(str(tmp_path / "c.tsv"), vocab_size=60, batch_size=8, num_valid=10, num_test=10)
+    data = load_parallel_data(
+        str(tmp_path / "c.tsv"), vocab_size=60, batch_size=8, num_valid=10, num_test=10
+    )
     assert len(data.test_pairs) == 10 and data.demo is None

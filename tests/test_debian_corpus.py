@@ -32,11 +32,18 @@ def mo_bytes(entries: dict[bytes, bytes], charset="UTF-8") -> bytes:
 
 
 def test_catalog_entries_with_contexts_plurals_and_other_charsets_are_read():
-    data = mo_bytes({"Open File".encode(): "Datei öffnen".encode(),
-                     b"menu\x04Save": b"Speichern",
-                     b"%d file\x00%d files": b"%d Datei\x00%d Dateien"})
-    assert sorted(corpus.read_mo(data)) == [("%d file", "%d Datei"), ("Open File", "Datei öffnen"),
-                                            ("Save", "Speichern")]
+    data = mo_bytes(
+        {
+            "Open File".encode(): "Datei öffnen".encode(),
+            b"menu\x04Save": b"Speichern",
+            b"%d file\x00%d files": b"%d Datei\x00%d Dateien",
+        }
+    )
+    assert sorted(corpus.read_mo(data)) == [
+        ("%d file", "%d Datei"),
+        ("Open File", "Datei öffnen"),
+        ("Save", "Speichern"),
+    ]
     latin = mo_bytes({b"Close": "Schließen".encode("latin-1")}, charset="ISO-8859-1")
     assert corpus.read_mo(latin) == [("Close", "Schließen")]
     with pytest.raises(corpus.MoError, match="x.mo: not a .mo file"):
@@ -54,10 +61,15 @@ def test_pairs_are_cleaned_and_only_translations_are_kept():
     assert corpus.clean("file_name_here") == "file_name_here"
     assert corpus.clean("_: KDE context\nReal text") == "Real text"
     assert corpus.usable("Open File", "Datei öffnen")
-    for source, target in [("%s: %d", "%s: %d"), ("%1 (%2)", "%1 (%2)"), ("OK", "OK"),
-                           ("Your names", "Max Mustermann"), ("{name}", "{name}x"),
-                           ("Yes", "Dies ist eine viel zu lange Übersetzung für ein Wort"),
-                           ("word " * 90, "Wort " * 90)]:
+    for source, target in [
+        ("%s: %d", "%s: %d"),
+        ("%1 (%2)", "%1 (%2)"),
+        ("OK", "OK"),
+        ("Your names", "Max Mustermann"),
+        ("{name}", "{name}x"),
+        ("Yes", "Dies ist eine viel zu lange Übersetzung für ein Wort"),
+        ("word " * 90, "Wort " * 90),
+    ]:
         assert not corpus.usable(source, target), (source, target)
 
 
@@ -65,36 +77,69 @@ def test_one_target_per_message_and_variants_share_a_split():
     pairs = [("Open", "Öffnen"), ("Open", "Aufmachen"), ("Open", "Öffnen"), ("Save", "Speichern")]
     assert corpus.best_targets(pairs) == {"Open": "Öffnen", "Save": "Speichern"}
     unique = {f"Message {i}": f"Nachricht {i}" for i in range(200)}
-    unique.update({f"message {i}:": f"Nachricht {i}:" for i in range(200)})  # variants in case and punctuation
+    # variants in case and punctuation
+    unique.update({f"message {i}:": f"Nachricht {i}:" for i in range(200)})
     train, dev, test = corpus.split_pairs(unique, num_dev=20, num_test=30, seed=1)
     assert len(train) + len(dev) + len(test) == 400 and len(test) >= 30 and len(dev) >= 20
-    side = {corpus.split_key(s): name for name, split in (("train", train), ("dev", dev), ("test", test))
-            for s, _ in split}
+    side = {
+        corpus.split_key(s): name
+        for name, split in (("train", train), ("dev", dev), ("test", test))
+        for s, _ in split
+    }
     for name, split in (("train", train), ("dev", dev), ("test", test)):
         assert all(side[corpus.split_key(s)] == name for s, _ in split)
-    assert corpus.split_pairs(unique, 20, 30, seed=1) == (train, dev, test), "the same seed, the same splits"
+    assert corpus.split_pairs(unique, 20, 30, seed=1) == (train, dev, test), (
+        "the same seed, the same splits"
+    )
 
 
 @pytest.mark.skipif(shutil.which("dpkg-deb") is None, reason="needs dpkg-deb (Debian tools)")
 def test_a_package_is_read_into_pairs_and_split_files(tmp_path):
     root = tmp_path / "pkg"
     (root / "DEBIAN").mkdir(parents=True)
-    (root / "DEBIAN" / "control").write_text("Package: demo-l10n\nVersion: 1.0-1\nArchitecture: all\n"
-                                             "Maintainer: t <t@example.org>\nDescription: test\n")
+    (root / "DEBIAN" / "control").write_text(
+        "Package: demo-l10n\nVersion: 1.0-1\nArchitecture: all\n"
+        "Maintainer: t <t@example.org>\nDescription: test\n"
+    )
     messages = root / "usr" / "share" / "locale" / "de" / "LC_MESSAGES"
     messages.mkdir(parents=True)
-    (messages / "demo.mo").write_bytes(mo_bytes({f"Item number {i}".encode(): f"Eintrag Nummer {i}".encode()
-                                                 for i in range(30)}))
+    (messages / "demo.mo").write_bytes(
+        mo_bytes({f"Item number {i}".encode(): f"Eintrag Nummer {i}".encode() for i in range(30)})
+    )
     (messages / "broken.mo").write_bytes(b"not a catalog at all, but long enough")
     cache = tmp_path / "debs"
     cache.mkdir()
-    subprocess.run(["dpkg-deb", "--build", "--root-owner-group", str(root), str(cache / "demo-l10n_1.0-1_all.deb")],
-                   check=True, capture_output=True)
-    (tmp_path / "packages.txt").write_text("demo-l10n\nlibreoffice-l10n-de\n")  # LibreOffice: never used
+    subprocess.run(
+        [
+            "dpkg-deb",
+            "--build",
+            "--root-owner-group",
+            str(root),
+            str(cache / "demo-l10n_1.0-1_all.deb"),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    # LibreOffice: never used
+    (tmp_path / "packages.txt").write_text("demo-l10n\nlibreoffice-l10n-de\n")
     out = tmp_path / "corpus"
-    corpus.main([str(out), "--cache", str(cache), "--packages", str(tmp_path / "packages.txt"),
-                 "--dev", "5", "--test", "5"])
-    sizes = {name: len((out / f"{name}.tsv").read_text().splitlines()) for name in ("train", "dev", "test")}
+    corpus.main(
+        [
+            str(out),
+            "--cache",
+            str(cache),
+            "--packages",
+            str(tmp_path / "packages.txt"),
+            "--dev",
+            "5",
+            "--test",
+            "5",
+        ]
+    )
+    sizes = {
+        name: len((out / f"{name}.tsv").read_text().splitlines())
+        for name in ("train", "dev", "test")
+    }
     assert sizes == {"train": 20, "dev": 5, "test": 5}
     assert (out / "packages.tsv").read_text() == "demo-l10n\t1.0-1\t30\n"
     assert "Item number" in (out / "train.tsv").read_text()

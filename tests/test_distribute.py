@@ -4,11 +4,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import CPU_DEVICES
 
 from keras_s2s import zoo
-from keras_s2s.distribute import _tf_config_workers, get_strategy
-
-from conftest import CPU_DEVICES
+from keras_s2s.distribution.strategies import _tf_config_workers, get_strategy
 
 
 def test_named_strategies(monkeypatch):
@@ -16,7 +15,9 @@ def test_named_strategies(monkeypatch):
     assert get_strategy("default") is tf.distribute.get_strategy()
     assert get_strategy("auto").num_replicas_in_sync == 1
     mirrored = get_strategy("mirrored", devices=CPU_DEVICES)
-    assert isinstance(mirrored, tf.distribute.MirroredStrategy) and mirrored.num_replicas_in_sync == 2
+    assert (
+        isinstance(mirrored, tf.distribute.MirroredStrategy) and mirrored.num_replicas_in_sync == 2
+    )
     assert get_strategy(mirrored) is mirrored
     assert get_strategy("mirrored", devices=CPU_DEVICES) is mirrored, "one strategy per device set"
     assert isinstance(get_strategy("auto", devices=CPU_DEVICES), tf.distribute.MirroredStrategy)
@@ -25,7 +26,10 @@ def test_named_strategies(monkeypatch):
 
 
 def test_auto_detects_multiple_workers_from_tf_config(monkeypatch):
-    cluster = {"cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]}, "task": {"type": "worker", "index": 0}}
+    cluster = {
+        "cluster": {"worker": ["127.0.0.1:1", "127.0.0.1:2"]},
+        "task": {"type": "worker", "index": 0},
+    }
     monkeypatch.setenv("TF_CONFIG", json.dumps(cluster))
     assert _tf_config_workers() == 2
     monkeypatch.setenv("TF_CONFIG", "{not json")
@@ -35,7 +39,9 @@ def test_auto_detects_multiple_workers_from_tf_config(monkeypatch):
 
 def test_load_builds_inside_a_given_strategy_and_inside_the_users_scope():
     strategy = get_strategy("mirrored", devices=CPU_DEVICES)
-    model = zoo.load("gnmt", vocab_size=30, num_layers=2, units=8, precision="float32", strategy=strategy)
+    model = zoo.load(
+        "gnmt", vocab_size=30, num_layers=2, units=8, precision="float32", strategy=strategy
+    )
     assert model.distribute_strategy is strategy
     assert isinstance(model.weights[0].value, tf.distribute.DistributedValues)
     with strategy.scope():
@@ -46,8 +52,17 @@ def test_load_builds_inside_a_given_strategy_and_inside_the_users_scope():
 
 def _train(strategy, batches, steps=4):
     keras.utils.set_random_seed(11)
-    model = zoo.load("gnmt", vocab_size=50, num_layers=2, units=16, dropout=0.0, precision="float32",
-                     strategy=strategy, learning_rate=0.01, schedule="constant")
+    model = zoo.load(
+        "gnmt",
+        vocab_size=50,
+        num_layers=2,
+        units=16,
+        dropout=0.0,
+        precision="float32",
+        strategy=strategy,
+        learning_rate=0.01,
+        schedule="constant",
+    )
     ds = tf.data.Dataset.from_tensor_slices(batches).batch(16)  # global batch 16 = 8 per replica
     history = model.fit(ds.take(steps), epochs=1, verbose=0, shuffle=False)
     return history.history["loss"][-1], [w.numpy() for w in model.weights]

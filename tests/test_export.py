@@ -8,6 +8,7 @@ import sys
 import keras
 import numpy as np
 import pytest
+from tiny import TINY_GNMT
 
 from keras_s2s import zoo
 from keras_s2s.cli import main
@@ -32,23 +33,39 @@ print(json.dumps([t.decode("utf-8") for t in out.numpy()]))
 
 def serve(path, request: dict) -> list[str]:
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH="")
-    result = subprocess.run([sys.executable, "-c", SERVE, str(path)], input=json.dumps(request), capture_output=True,
-                            text=True, timeout=300, env=env, cwd="/")
+    result = subprocess.run(
+        [sys.executable, "-c", SERVE, str(path)],
+        input=json.dumps(request),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        cwd="/",
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("card, sizes", [
-    ("transformer", {"num_layers": 1, "d_model": 32, "num_heads": 2, "ffn_dim": 64}),
-    ("gnmt", {"num_layers": 2, "units": 16}),
-])
-def test_a_translation_saved_model_translates_strings_like_the_python_api(card, sizes, demo_data, tmp_path):
+@pytest.mark.parametrize(
+    "card, sizes",
+    [
+        ("transformer", {"num_layers": 1, "d_model": 32, "num_heads": 2, "ffn_dim": 64}),
+        ("gnmt", {"num_layers": 2, "units": 16}),
+    ],
+)
+def test_a_translation_saved_model_translates_strings_like_the_python_api(
+    card, sizes, demo_data, tmp_path
+):
     keras.utils.set_random_seed(1)
-    model = zoo.load(card, tokenizer=demo_data.tokenizer, precision="float32", decode_max_length=30, **sizes)
+    model = zoo.load(
+        card, tokenizer=demo_data.tokenizer, precision="float32", decode_max_length=30, **sizes
+    )
     model.fit(demo_data.train, steps_per_epoch=3, epochs=1, verbose=0)
     export_saved_model(model, tmp_path / "served", beam_width=2)
     sentences = demo_data.test_sources[:5]
-    assert serve(tmp_path / "served", {"text": sentences}) == model.translate(sentences, beam_width=2)
+    assert serve(tmp_path / "served", {"text": sentences}) == model.translate(
+        sentences, beam_width=2
+    )
     with pytest.raises(ValueError, match="already exists"):
         export_saved_model(model, tmp_path / "served")
 
@@ -58,28 +75,47 @@ def test_a_speech_saved_model_transcribes_audio_like_the_python_api(tmp_path):
 
     keras.utils.set_random_seed(2)
     extractor = FeatureExtractor(num_features=16, num_mels=16, dither=0.0)
-    model = Wave2Letter(num_features=16, prologue_channels=16, channels=[16], kernels=[5], dropouts=[0.0],
-                        epilogue_channels=[16, 16], epilogue_kernel=5, vocabulary=CharVocabulary(), extractor=extractor)
+    model = Wave2Letter(
+        num_features=16,
+        prologue_channels=16,
+        channels=[16],
+        kernels=[5],
+        dropouts=[0.0],
+        epilogue_channels=[16, 16],
+        epilogue_kernel=5,
+        vocabulary=CharVocabulary(),
+        extractor=extractor,
+    )
     model.build()
     export_saved_model(model, tmp_path / "served", beam_width=1)
     rng = np.random.default_rng(0)
     clips = [(0.1 * rng.normal(size=n)).astype("float32") for n in (8000, 5600, 12000)]
     padded = np.zeros((3, 12000), "float32")
     for row, clip in enumerate(clips):
-        padded[row, :len(clip)] = clip
-    served = serve(tmp_path / "served", {"audio": padded.tolist(), "lengths": [len(c) for c in clips]})
+        padded[row, : len(clip)] = clip
+    served = serve(
+        tmp_path / "served", {"audio": padded.tolist(), "lengths": [len(c) for c in clips]}
+    )
     assert served == model.transcribe(clips)
 
 
 def test_export_from_the_command_line(tmp_path, capsys):
     out = tmp_path / "run"
-    tiny = ["--set", "units=16", "--set", "num_layers=2", "--set", "num_train=300", "--set", "num_valid=16",
-            "--set", "num_test=8", "--set", "vocab_size=300", "--set", "batch_size=16", "--set", "max_length=48",
-            "--set", "decode_max_length=20", "--precision", "float32"]
-    assert main(["train", "gnmt", "--steps", "2", "--out", str(out), *tiny]) == 0
-    assert main(["export", "--model", str(out), "--out", str(tmp_path / "sm"), "--beam-width", "1"]) == 0
+    assert main(["train", "gnmt", "--steps", "2", "--out", str(out), *TINY_GNMT]) == 0
+    assert (
+        main(["export", "--model", str(out), "--out", str(tmp_path / "sm"), "--beam-width", "1"])
+        == 0
+    )
     assert (tmp_path / "sm" / "saved_model.pb").is_file()
-    assert main(["export", "--model", str(out), "--format", "keras", "--out", str(tmp_path / "m.keras")]) == 0
+    assert (
+        main(
+            ["export", "--model", str(out), "--format", "keras", "--out", str(tmp_path / "m.keras")]
+        )
+        == 0
+    )
     assert keras.saving.load_model(tmp_path / "m.keras").tokenizer is not None
-    assert main(["export", "--model", str(out), "--format", "keras", "--out", str(tmp_path / "m.h5")]) == 2
+    assert (
+        main(["export", "--model", str(out), "--format", "keras", "--out", str(tmp_path / "m.h5")])
+        == 2
+    )
     assert "must end with .keras" in capsys.readouterr().err

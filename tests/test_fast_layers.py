@@ -17,7 +17,8 @@ def test_dropout_keeps_the_right_fraction_and_scales(rate):
     x = tf.ones([200, 500])
     y = Dropout(rate, seed=3)(x, training=True).numpy()
     kept = y != 0
-    assert abs(kept.mean() - (1 - rate)) < 0.005  # 100,000 draws: 5 standard deviations ~ 0.0075 at 0.5
+    # 100,000 draws: 5 standard deviations ~ 0.0075 at 0.5
+    assert abs(kept.mean() - (1 - rate)) < 0.005
     np.testing.assert_allclose(y[kept], 1 / (1 - rate), rtol=1e-6)
 
 
@@ -46,14 +47,18 @@ def test_dropout_bfloat16_odd_sizes_noise_shape_and_config():
     assert y.dtype == tf.bfloat16 and y.shape == x.shape
     shared = Dropout(0.5, noise_shape=(3, 1, 7), seed=2)(tf.ones([3, 5, 7]), training=True).numpy()
     assert (shared == shared[:, :1, :]).all()  # Keras's implementation, noise shared along axis 1
-    restored = keras.saving.deserialize_keras_object(keras.saving.serialize_keras_object(Dropout(0.2, seed=4)))
+    restored = keras.saving.deserialize_keras_object(
+        keras.saving.serialize_keras_object(Dropout(0.2, seed=4))
+    )
     assert isinstance(restored, Dropout) and restored.rate == 0.2
 
 
 def _loss(layer, x, mask):
     out = layer(x, mask=mask)
     out = out[0] if isinstance(out, (list, tuple)) else out
-    return tf.reduce_sum(tf.cast(out, tf.float32) * tf.cast(tf.range(1, out.shape[-1] + 1), tf.float32))
+    return tf.reduce_sum(
+        tf.cast(out, tf.float32) * tf.cast(tf.range(1, out.shape[-1] + 1), tf.float32)
+    )
 
 
 def _pair(keras_class, ours, x, **kwargs):
@@ -64,12 +69,15 @@ def _pair(keras_class, ours, x, **kwargs):
 
 
 @pytest.mark.parametrize("keras_class, ours", [(keras.layers.LSTM, LSTM), (keras.layers.GRU, GRU)])
-@pytest.mark.parametrize("kwargs", [
-    {"return_sequences": True},
-    {"return_sequences": True, "go_backwards": True},
-    {"return_state": True},
-    {"return_sequences": True, "return_state": True, "zero_output_for_mask": True},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"return_sequences": True},
+        {"return_sequences": True, "go_backwards": True},
+        {"return_state": True},
+        {"return_sequences": True, "return_state": True, "zero_output_for_mask": True},
+    ],
+)
 def test_hoisted_rnn_equals_keras(keras_class, ours, kwargs):
     x = np.random.default_rng(0).normal(size=(3, 7, 5)).astype("float32")
     reference, fast = _pair(keras_class, ours, x, **kwargs)
@@ -87,16 +95,23 @@ def test_hoisted_rnn_equals_keras(keras_class, ours, kwargs):
 
 def test_hoisted_lstm_in_bfloat16_and_bidirectional():
     x = np.random.default_rng(1).normal(size=(3, 7, 5)).astype("float32")
-    pair = [keras.layers.Bidirectional(cls(4, return_sequences=True, dtype="mixed_bfloat16"), dtype="mixed_bfloat16")
-            for cls in (keras.layers.LSTM, LSTM)]
+    pair = [
+        keras.layers.Bidirectional(
+            cls(4, return_sequences=True, dtype="mixed_bfloat16"), dtype="mixed_bfloat16"
+        )
+        for cls in (keras.layers.LSTM, LSTM)
+    ]
     pair[0](x, mask=MASK), pair[1](x, mask=MASK)
     pair[1].set_weights(pair[0].get_weights())
     expected, got = (layer(x, mask=MASK) for layer in pair)
     assert got.dtype == "bfloat16"
-    np.testing.assert_allclose(np.float32(got), np.float32(expected), atol=2e-2)  # bfloat16 rounding
+    # bfloat16 rounding
+    np.testing.assert_allclose(np.float32(got), np.float32(expected), atol=2e-2)
     copy = keras.layers.Bidirectional.from_config(pair[1].get_config())
     assert isinstance(copy.forward_layer, LSTM) and isinstance(copy.backward_layer, LSTM)
-    assert [w.path.split("/")[-2:] for w in pair[1].weights] == [w.path.split("/")[-2:] for w in pair[0].weights]
+    assert [w.path.split("/")[-2:] for w in pair[1].weights] == [
+        w.path.split("/")[-2:] for w in pair[0].weights
+    ]
 
 
 def test_hoisting_is_skipped_where_keras_must_run(monkeypatch):
@@ -106,5 +121,7 @@ def test_hoisting_is_skipped_where_keras_must_run(monkeypatch):
     assert not recurrent._hoisting_applies(LSTM(4, unroll=True), training=False)
     x = np.ones((2, 3, 5), "float32")
     assert GRU(4, reset_after=False)(x).shape == (2, 4)  # the reset-before form runs Keras's loop
-    monkeypatch.setattr(tf.config, "list_logical_devices", lambda kind=None: ["GPU:0"] if kind == "GPU" else [])
+    monkeypatch.setattr(
+        tf.config, "list_logical_devices", lambda kind=None: ["GPU:0"] if kind == "GPU" else []
+    )
     assert not recurrent._hoisting_applies(LSTM(4), training=False)  # cuDNN's turn

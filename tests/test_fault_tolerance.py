@@ -11,6 +11,7 @@ from pathlib import Path
 import keras
 import numpy as np
 import pytest
+from tiny import TINY_GNMT, flags
 
 from keras_s2s.cli import main
 from keras_s2s.training.backup import AtomicBackupAndRestore
@@ -33,36 +34,38 @@ def test_backups_commit_atomically_and_restore_weights_optimizer_and_epoch(tmp_p
     backup.on_epoch_end(1)  # as fit would after its second epoch
     saved = [w.numpy().copy() for w in model.weights]
     assert json.loads((tmp_path / "backup" / "latest.json").read_text()) == {
-        "epoch": 2, "weights": "epoch-0002.weights.h5", "history": {}, "train_seconds": 0.0}
+        "epoch": 2,
+        "weights": "epoch-0002.weights.h5",
+        "history": {},
+        "train_seconds": 0.0,
+    }
     # a crash while writing the next backup: a half-written file, the pointer not yet moved
     (tmp_path / "backup" / ".tmp-epoch-0003.weights.h5").write_bytes(b"\x89HDF half")
     (tmp_path / "backup" / "epoch-0003.weights.h5").write_bytes(b"not an h5 file")
     restored = tiny_model()
     restarted = AtomicBackupAndRestore(tmp_path / "backup")
+    assert restarted.restore(restored) == 2
     restarted.set_model(restored)
-    restarted.on_train_begin()
-    assert restored._initial_epoch == 2
     assert int(restored.optimizer.iterations) == int(model.optimizer.iterations)
     for a, b in zip(saved, restored.weights):
         np.testing.assert_array_equal(a, b.numpy())
     restarted.on_epoch_end(2)
-    assert sorted(p.name for p in (tmp_path / "backup").iterdir() if not p.name.startswith(".")) == [
-        "epoch-0003.weights.h5", "latest.json"]
+    assert sorted(
+        p.name for p in (tmp_path / "backup").iterdir() if not p.name.startswith(".")
+    ) == ["epoch-0003.weights.h5", "latest.json"]
     restarted.on_train_end()
     assert not (tmp_path / "backup").exists()
 
 
 # The SIGKILL-and-restart test of a whole training job (two workers) is in test_multiworker.py.
 
-TINY = ["--set", "units=16", "--set", "num_layers=2", "--set", "num_train=300", "--set", "num_valid=16",
-        "--set", "num_test=8", "--set", "vocab_size=300", "--set", "batch_size=16", "--set", "max_length=48",
-        "--set", "decode_max_length=20", "--precision", "float32", "--set", "steps_per_epoch=2"]
+TINY = TINY_GNMT + flags(steps_per_epoch=2)
 
 
 @pytest.fixture(scope="module")
 def crashed_and_finished_run(tmp_path_factory):
     """A 3-epoch run whose disk is full at the second epoch's checkpoint, then finished by the same command."""
-    from keras_s2s.training import files
+    from keras_s2s import files
 
     out = tmp_path_factory.mktemp("runs") / "run"
     command = ["train", "gnmt", "--data", "demo", "--epochs", "3", "--out", str(out), *TINY]
@@ -85,9 +88,13 @@ def crashed_and_finished_run(tmp_path_factory):
     return out, first, kept, second
 
 
-def test_a_full_disk_stops_training_cleanly_and_the_same_command_resumes(crashed_and_finished_run, capsys):
+def test_a_full_disk_stops_training_cleanly_and_the_same_command_resumes(
+    crashed_and_finished_run, capsys
+):
     out, first, kept, second = crashed_and_finished_run
-    assert first == 1 and kept == ["epoch-001.weights.h5"], "the checkpoint that fitted is kept, no partial file"
+    assert first == 1 and kept == ["epoch-001.weights.h5"], (
+        "the checkpoint that fitted is kept, no partial file"
+    )
     assert second == 0 and (out / "preset").is_dir()
     history = json.loads((out / "history.json").read_text())
     assert len(history["loss"]) == 3, "the epoch before the crash is in history.json too"
@@ -99,12 +106,18 @@ def test_damaged_run_files_get_messages_that_name_them(crashed_and_finished_run,
     shutil.copytree(out, broken)
     (broken / "model.keras").write_bytes((out / "model.keras").read_bytes()[:1000])
     assert main(["translate", "--model", str(broken)]) == 2
-    assert f"{broken / 'model.keras'}: not a readable .keras file (damaged or truncated)" in capsys.readouterr().err
+    assert (
+        f"{broken / 'model.keras'}: not a readable .keras file (damaged or truncated)"
+        in capsys.readouterr().err
+    )
     checkpoint = out / "checkpoints" / "epoch-003.weights.h5"
     shutil.copy(checkpoint, broken / "checkpoints" / checkpoint.name)
     (broken / "model.keras").write_bytes((out / "model.keras").read_bytes())
     (broken / "checkpoints" / checkpoint.name).write_bytes(checkpoint.read_bytes()[:500])
-    assert main(["average", "--model", str(broken), "--last", "2", "--out", str(tmp_path / "avg")]) == 2
+    assert (
+        main(["average", "--model", str(broken), "--last", "2", "--out", str(tmp_path / "avg")])
+        == 2
+    )
     assert "epoch-003.weights.h5: the checkpoint does not load" in capsys.readouterr().err
 
     resumable = tmp_path / "resumable"
@@ -114,32 +127,70 @@ def test_damaged_run_files_get_messages_that_name_them(crashed_and_finished_run,
     (resumable / "backup" / "latest.json").write_text("{not json")
     command = ["train", "gnmt", "--data", "demo", "--epochs", "3", "--out", str(resumable), *TINY]
     assert main(command) == 2
-    assert f"{resumable / 'backup' / 'latest.json'}: not a readable backup pointer" in capsys.readouterr().err
-    (resumable / "backup" / "latest.json").write_text('{"epoch": 1, "weights": "epoch-0001.weights.h5"}')
+    assert (
+        f"{resumable / 'backup' / 'latest.json'}: not a readable backup pointer"
+        in capsys.readouterr().err
+    )
+    (resumable / "backup" / "latest.json").write_text(
+        '{"epoch": 1, "weights": "epoch-0001.weights.h5"}'
+    )
     (resumable / "backup" / "epoch-0001.weights.h5").write_bytes(b"\x89HDF truncated")
     assert main(command) == 2
     assert "epoch-0001.weights.h5: the backup does not load" in capsys.readouterr().err
 
 
-def test_translate_names_bad_input_keeps_blank_lines_and_refuses_a_speech_run(crashed_and_finished_run, tmp_path,
-                                                                              capsys):
+def test_translate_names_bad_input_keeps_blank_lines_and_refuses_a_speech_run(
+    crashed_and_finished_run, tmp_path, capsys
+):
     out = crashed_and_finished_run[0]
     (tmp_path / "latin1.txt").write_bytes("the dog\nthe caf\xe9 cat\n".encode("latin-1"))
-    assert main(["translate", "--model", str(out), "--input", str(tmp_path / "latin1.txt"),
-                 "--output", str(tmp_path / "out.txt")]) == 2
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(out),
+                "--input",
+                str(tmp_path / "latin1.txt"),
+                "--output",
+                str(tmp_path / "out.txt"),
+            ]
+        )
+        == 2
+    )
     assert f"{tmp_path / 'latin1.txt'}, line 2: not UTF-8 text" in capsys.readouterr().err
     assert not (tmp_path / "out.txt").exists(), "nothing half-written"
-    piped = subprocess.run([sys.executable, "-m", "keras_s2s.cli", "translate", "--model", str(out)],
-                           input=b"the dog\n\xff\xfe\n", capture_output=True, timeout=300,
-                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    piped = subprocess.run(
+        [sys.executable, "-m", "keras_s2s.cli", "translate", "--model", str(out)],
+        input=b"the dog\n\xff\xfe\n",
+        capture_output=True,
+        timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"),
+    )
     assert piped.returncode == 2 and b"stdin, line 2: not UTF-8 text" in piped.stderr
     (tmp_path / "blank.txt").write_text("the dog sees a cat\n\n   \nthey will run\n")
     (tmp_path / ".tmp-blank.out").write_text("left by a translate killed with SIGKILL")
-    assert main(["translate", "--model", str(out), "--input", str(tmp_path / "blank.txt"),
-                 "--output", str(tmp_path / "blank.out")]) == 0
+    assert (
+        main(
+            [
+                "translate",
+                "--model",
+                str(out),
+                "--input",
+                str(tmp_path / "blank.txt"),
+                "--output",
+                str(tmp_path / "blank.out"),
+            ]
+        )
+        == 0
+    )
     lines = (tmp_path / "blank.out").read_text().split("\n")
-    assert len(lines) == 5 and lines[1] == lines[2] == "" and lines[0] and lines[3], "blank lines stay blank"
-    assert not (tmp_path / ".tmp-blank.out").exists(), "the next run replaces a killed run's temporary file"
+    assert len(lines) == 5 and lines[1] == lines[2] == "" and lines[0] and lines[3], (
+        "blank lines stay blank"
+    )
+    assert not (tmp_path / ".tmp-blank.out").exists(), (
+        "the next run replaces a killed run's temporary file"
+    )
 
 
 def test_ctrl_c_offers_to_resume_only_where_a_rerun_resumes(monkeypatch, capsys):
@@ -157,18 +208,23 @@ def test_ctrl_c_offers_to_resume_only_where_a_rerun_resumes(monkeypatch, capsys)
 
 
 def test_a_device_that_does_not_exist_is_refused():
-    from keras_s2s.distribute import get_strategy
+    from keras_s2s.distribution.strategies import get_strategy
 
-    with pytest.raises(ValueError, match="device '/gpu:3' does not exist here; this process has /device:CPU:0"):
+    with pytest.raises(
+        ValueError, match="device '/gpu:3' does not exist here; this process has /device:CPU:0"
+    ):
         get_strategy("mirrored", devices=["/gpu:3"])
 
 
 def test_the_free_space_check_expects_what_save_weights_writes(tmp_path):
-    from keras_s2s.training.files import weights_file_bytes
+    from keras_s2s.files import weights_file_bytes
 
     model = keras.Sequential([keras.Input((300,)), keras.layers.Dense(300)])
     model.compile(optimizer="adam", loss="mse")
-    model.fit(np.ones((4, 300), "float32"), np.ones((4, 300), "float32"), verbose=0)  # the optimizer's slots exist
+    # the optimizer's slots exist
+    model.fit(np.ones((4, 300), "float32"), np.ones((4, 300), "float32"), verbose=0)
     model.save_weights(tmp_path / "w.weights.h5")
     written = (tmp_path / "w.weights.h5").stat().st_size
-    assert 0.9 * written < weights_file_bytes(model) < 1.1 * written, "weights and Adam's two moments"
+    assert 0.9 * written < weights_file_bytes(model) < 1.1 * written, (
+        "weights and Adam's two moments"
+    )

@@ -2,11 +2,10 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import tiny_gnmt
 
 from keras_s2s.data.tokenizer import SubwordTokenizer
 from keras_s2s.models import GNMT
-
-from conftest import tiny_gnmt
 
 
 def batch(vocab=64, seed=0):
@@ -34,19 +33,28 @@ def test_residual_connections_from_the_third_layer():
     outputs = {}
     original = [layer.call for layer in model.decoder_layers]
     for i, layer in enumerate(model.decoder_layers):
-        layer.call = (lambda f, i: (lambda *a, **k: outputs.setdefault(i, f(*a, **k))))(original[i], i)
+        layer.call = (lambda f, i: lambda *a, **k: outputs.setdefault(i, f(*a, **k)))(  # noqa: B023
+            original[i], i
+        )
     y = model._stack(model.decoder_layers, x, training=False)
-    np.testing.assert_allclose(y, outputs[2][0] + outputs[1][0], atol=1e-6)  # LSTMs return (out, h, c)
+    # LSTMs return (out, h, c)
+    np.testing.assert_allclose(y, outputs[2][0] + outputs[1][0], atol=1e-6)
 
 
 def test_config_and_keras_file_round_trip(tmp_path):
-    tokenizer = SubwordTokenizer.train([f"word{i} and word{i + 1}" for i in range(300)], vocab_size=60)
-    model = GNMT(vocab_size=tokenizer.vocab_size, num_layers=2, units=8, tokenizer=tokenizer, dropout=0.0)
+    tokenizer = SubwordTokenizer.train(
+        [f"word{i} and word{i + 1}" for i in range(300)], vocab_size=60
+    )
+    model = GNMT(
+        vocab_size=tokenizer.vocab_size, num_layers=2, units=8, tokenizer=tokenizer, dropout=0.0
+    )
     model.build()
     config = model.get_config()
     clone = GNMT.from_config(config)
     assert clone.get_config() == config
-    model.compile(optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer="adam", loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     path = tmp_path / "m.keras"
     model.save(path)
     restored = keras.saving.load_model(path)

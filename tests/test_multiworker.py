@@ -20,7 +20,7 @@ import json, os, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
 os.environ["TF_CONFIG"] = {tf_config!r}
-from keras_s2s.distribute import get_strategy
+from keras_s2s.distribution.strategies import get_strategy
 strategy = get_strategy("multiworker")  # before TensorFlow runs anything
 from test_multiworker import train_tiny_gnmt
 loss, weights = train_tiny_gnmt(strategy)
@@ -52,8 +52,18 @@ def train_tiny_gnmt(strategy, steps=3, accumulate_steps=1):
     source = rng.integers(4, 50, (48, 8)).astype("int32")
     target = rng.integers(4, 50, (48, 8)).astype("int32")
     keras.utils.set_random_seed(11)
-    model = zoo.load("gnmt", vocab_size=50, num_layers=2, units=16, dropout=0.0, precision="float32",
-                     strategy=strategy, learning_rate=0.01, schedule="constant", accumulate_steps=accumulate_steps)
+    model = zoo.load(
+        "gnmt",
+        vocab_size=50,
+        num_layers=2,
+        units=16,
+        dropout=0.0,
+        precision="float32",
+        strategy=strategy,
+        learning_rate=0.01,
+        schedule="constant",
+        accumulate_steps=accumulate_steps,
+    )
     dataset = tf.data.Dataset.from_tensor_slices(({"source": source, "target_in": target}, target))
     dataset = dataset.batch(16 // accumulate_steps).take(steps * accumulate_steps)
     history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
@@ -66,54 +76,122 @@ def start_workers(script_for, tmp_path, env=None):
     for index in range(2):
         script = tmp_path / f"worker{index}.py"
         script.write_text(script_for(workers, index))
-        processes.append(subprocess.Popen([sys.executable, str(script)], env=env, stdout=subprocess.PIPE,
-                                          stderr=subprocess.STDOUT, text=True))
+        processes.append(
+            subprocess.Popen(
+                [sys.executable, str(script)],
+                env=env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+            )
+        )
     return processes
 
 
 def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_path):
     """...with and without gradient accumulation (2 micro-batches of 8 = one global batch of 16)."""
-    from keras_s2s.distribute import tf_config_for
+    from keras_s2s.distribution.strategies import tf_config_for
 
     tests = os.path.dirname(os.path.abspath(__file__))
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
-    processes = start_workers(lambda workers, i: WORKER_SCRIPT.format(
-        tests=tests, tf_config=tf_config_for(workers.split(","), i), out=str(tmp_path / f"w{i}.npz")), tmp_path, env)
+    processes = start_workers(
+        lambda workers, i: WORKER_SCRIPT.format(
+            tests=tests,
+            tf_config=tf_config_for(workers.split(","), i),
+            out=str(tmp_path / f"w{i}.npz"),
+        ),
+        tmp_path,
+        env,
+    )
     for process in processes:
         output = process.communicate(timeout=300)[0]
         assert process.returncode == 0, output[-3000:]
     first, second = (np.load(tmp_path / f"w{i}.npz") for i in range(2))
     for key in first.files:
-        np.testing.assert_array_equal(first[key], second[key], err_msg=key)  # one model, two workers
+        # one model, two workers
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
 
-    from keras_s2s.distribute import get_strategy
+    from keras_s2s.distribution.strategies import get_strategy
 
     loss, weights = train_tiny_gnmt(get_strategy("default"))  # one process, the same global batches
     assert float(first["loss"]) == pytest.approx(loss, rel=1e-4)
     accumulated = [np.load(tmp_path / f"w{i}_accumulated.npz") for i in range(2)]
     for index, expected in enumerate(weights):
         np.testing.assert_allclose(first[f"arr_{index}"], expected, atol=1e-4)
-        np.testing.assert_array_equal(accumulated[0][f"arr_{index}"], accumulated[1][f"arr_{index}"])
+        np.testing.assert_array_equal(
+            accumulated[0][f"arr_{index}"], accumulated[1][f"arr_{index}"]
+        )
         np.testing.assert_allclose(accumulated[0][f"arr_{index}"], expected, atol=1e-4)
 
 
 EPOCHS, STEPS = 4, 3
-TRAIN = ["train", "gnmt_demo", "--data", "demo", "--epochs", str(EPOCHS), "--precision", "float32",
-         "--set", "units=16", "--set", "num_layers=2", "--set", "vocab_size=300", "--set", "num_train=600",
-         "--set", "num_valid=16", "--set", "num_test=8", "--set", "batch_size=16",
-         "--set", f"steps_per_epoch={STEPS}", "--set", "max_length=24", "--set", "decode_max_length=20",
-         "--set", "training.validation.min_delta=0"]  # the best epoch's weights, however small its lead
+# the best epoch's weights, however small its lead
+TRAIN = [
+    "train",
+    "gnmt_demo",
+    "--data",
+    "demo",
+    "--epochs",
+    str(EPOCHS),
+    "--precision",
+    "float32",
+    "--set",
+    "units=16",
+    "--set",
+    "num_layers=2",
+    "--set",
+    "vocab_size=300",
+    "--set",
+    "num_train=600",
+    "--set",
+    "num_valid=16",
+    "--set",
+    "num_test=8",
+    "--set",
+    "batch_size=16",
+    "--set",
+    f"steps_per_epoch={STEPS}",
+    "--set",
+    "max_length=24",
+    "--set",
+    "decode_max_length=20",
+    "--set",
+    "training.validation.min_delta=0",
+]
 
 
 def start_job(run, tmp_path, name):
     """Two `keras-s2s train` workers (index 0 = the chief) writing to `run`; their scratch in tmp_path/name."""
     scratch = tmp_path / name
     scratch.mkdir()
-    env = dict(os.environ, KERAS_S2S_HOME=str(tmp_path / "home"), TF_CPP_MIN_LOG_LEVEL="2", TMPDIR=str(scratch))
+    env = dict(
+        os.environ,
+        KERAS_S2S_HOME=str(tmp_path / "home"),
+        TF_CPP_MIN_LOG_LEVEL="2",
+        TMPDIR=str(scratch),
+    )
     workers = free_ports(2)
-    return [subprocess.Popen([sys.executable, "-m", "keras_s2s.cli", *TRAIN, "--out", str(run), "--workers", workers,
-                              "--task-index", str(i)], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                             text=True) for i in range(2)], scratch
+    return [
+        subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "keras_s2s.cli",
+                *TRAIN,
+                "--out",
+                str(run),
+                "--workers",
+                workers,
+                "--task-index",
+                str(i),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for i in range(2)
+    ], scratch
 
 
 @pytest.mark.slow
@@ -126,7 +204,9 @@ def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path, cap
         if pointer.is_file() and json.loads(pointer.read_text())["epoch"] >= 2:
             break
         time.sleep(0.02)
-    assert chief.poll() is None, "the job ended before a worker could be killed:\n" + chief.stdout.read()
+    assert chief.poll() is None, (
+        "the job ended before a worker could be killed:\n" + chief.stdout.read()
+    )
     worker.send_signal(signal.SIGKILL)  # the chief now waits on a collective with a dead peer:
     chief.send_signal(signal.SIGKILL)  # the job is lost, as a scheduler would see it
     worker.wait(), chief.wait()
@@ -134,7 +214,8 @@ def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path, cap
     assert 2 <= killed_at < EPOCHS and not (run / "model.keras").exists()
 
     monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path / "home"))
-    assert main([*TRAIN, "--out", str(run), "--set", "units=24"]) == 2  # the run's settings are kept
+    # the run's settings are kept
+    assert main([*TRAIN, "--out", str(run), "--set", "units=24"]) == 2
     assert "model.units (16 -> 24)" in capsys.readouterr().err
 
     (chief, worker), scratch = start_job(run, tmp_path, "second")  # the job restarts
@@ -146,11 +227,21 @@ def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path, cap
     fit = json.loads((run / "fit.json").read_text())  # model.keras holds the best epoch's state
     assert fit["training_steps"] == EPOCHS * STEPS, "no step lost, none counted twice"
     best_epoch = json.loads((run / "checkpoints" / "best.json").read_text())["best_epoch"]
-    assert int(load_model(run).optimizer.iterations) == best_epoch * STEPS and fit["weights_epoch"] == best_epoch
+    assert (
+        int(load_model(run).optimizer.iterations) == best_epoch * STEPS
+        and fit["weights_epoch"] == best_epoch
+    )
     history = json.loads((run / "history.json").read_text())
-    assert len(history["loss"]) == EPOCHS  # the epochs before the kill (from the backup) and those after
-    assert json.loads((run / "preset" / "metadata.json").read_text())["training_steps"] == EPOCHS * STEPS
-    assert not (run / "backup").exists() and len(list((run / "checkpoints").glob("epoch-*.weights.h5"))) == EPOCHS
+    # the epochs before the kill (from the backup) and those after
+    assert len(history["loss"]) == EPOCHS
+    assert (
+        json.loads((run / "preset" / "metadata.json").read_text())["training_steps"]
+        == EPOCHS * STEPS
+    )
+    assert (
+        not (run / "backup").exists()
+        and len(list((run / "checkpoints").glob("epoch-*.weights.h5"))) == EPOCHS
+    )
     assert not list(scratch.iterdir()), "the non-chief's scratch folder is removed"
 
 
@@ -158,11 +249,42 @@ def test_worker_flags_are_checked(capsys, tmp_path):
     out = str(tmp_path / "r")
     assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1:1,127.0.0.1:2"]) == 2
     assert "needs both --workers and --task-index" in capsys.readouterr().err
-    assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1,127.0.0.1:2", "--task-index", "0"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "gnmt",
+                "--out",
+                out,
+                "--workers",
+                "127.0.0.1,127.0.0.1:2",
+                "--task-index",
+                "0",
+            ]
+        )
+        == 2
+    )
     assert "'127.0.0.1' is not host:port" in capsys.readouterr().err
-    assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1:1", "--task-index", "1"]) == 2
+    assert (
+        main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1:1", "--task-index", "1"]) == 2
+    )
     assert "not a worker index (0..0)" in capsys.readouterr().err
-    assert main(["train", "gnmt", "--out", out, "--workers", "127.0.0.1:1", "--task-index", "0",
-                 "--strategy", "mirrored"]) == 2
+    assert (
+        main(
+            [
+                "train",
+                "gnmt",
+                "--out",
+                out,
+                "--workers",
+                "127.0.0.1:1",
+                "--task-index",
+                "0",
+                "--strategy",
+                "mirrored",
+            ]
+        )
+        == 2
+    )
     assert "not --strategy mirrored" in capsys.readouterr().err
     assert "TF_CONFIG" not in os.environ

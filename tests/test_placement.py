@@ -1,4 +1,4 @@
-"""Hybrid data-model parallel training on two logical CPU devices (see keras_s2s/training/placement.py)."""
+"""Hybrid data-model parallel training on two logical CPU devices (see keras_s2s/distribution/placement.py)."""
 
 import re
 
@@ -6,12 +6,12 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-
 from conftest import CPU_DEVICES, tiny_gnmt
+
 from keras_s2s import zoo
 from keras_s2s.config import CardError
-from keras_s2s.training.losses import SmoothedCrossEntropy
-from keras_s2s.training.placement import HybridParallel, hybrid_loss
+from keras_s2s.distribution.placement import HybridParallel, hybrid_loss
+from keras_s2s.losses import SmoothedCrossEntropy
 
 DEVICES = [tf.DeviceSpec.from_string(d).to_string() for d in CPU_DEVICES]
 
@@ -71,14 +71,23 @@ def assert_ops_on_planned_devices(model, graph, time_chunks):
             assert op.device and _canonical(op.device) == f"CPU:{plan[name]}", (op.name, op.device)
             checked[name] += 1
         for index in (0, 1):
-            if f"shard_{index}" in op.name.split("/") and op.type in ("MatMul", "BatchMatMulV2", "Softmax", "Sum"):
+            if f"shard_{index}" in op.name.split("/") and op.type in (
+                "MatMul",
+                "BatchMatMulV2",
+                "Softmax",
+                "Sum",
+            ):
                 assert _canonical(op.device) == f"CPU:{index}", (op.name, op.device)
                 shards[index] += 1
     assert all(checked.values()) and all(shards), (checked, shards)
     # gradient loops (backward through each LSTM and time chunk) run where their forward loops ran
-    backward = [op for op in graph.get_operations() if op.type in ("While", "StatelessWhile")
-                and op.name.startswith("gradients/")]
-    assert len(backward) == 2 + (2 + 3) * time_chunks  # bidirectional (2 loops), 2 encoder + 3 decoder LSTMs
+    backward = [
+        op
+        for op in graph.get_operations()
+        if op.type in ("While", "StatelessWhile") and op.name.startswith("gradients/")
+    ]
+    # bidirectional (2 loops), 2 encoder + 3 decoder LSTMs
+    assert len(backward) == 2 + (2 + 3) * time_chunks
     for op in backward:
         assert _canonical(op.device) == f"CPU:{plan[_layer_of(op, plan)]}", (op.name, op.device)
 
@@ -104,8 +113,9 @@ def test_placed_ops_loss_and_gradients_match_the_single_device_model(time_chunks
     expected_grads = tape.gradient(expected, single.trainable_variables)
     np.testing.assert_allclose(loss, expected, atol=1e-5)
     for got, want, variable in zip(grads, expected_grads, single.trainable_variables):
-        np.testing.assert_allclose(tf.convert_to_tensor(got), tf.convert_to_tensor(want), atol=1e-5,
-                                   err_msg=variable.path)
+        np.testing.assert_allclose(
+            tf.convert_to_tensor(got), tf.convert_to_tensor(want), atol=1e-5, err_msg=variable.path
+        )
 
 
 def assert_on_planned_devices(model):
@@ -116,11 +126,15 @@ def assert_on_planned_devices(model):
         want = f"CPU:{plan.get(name, 0)}"  # the data-parallel readout keeps its weights on the first device
         for variable in layers[name].weights:
             assert _canonical(variable.value.device) == want, (variable.path, variable.value.device)
-    slots = model.optimizer.variables[2:]  # after iteration and learning_rate: (momentum, velocity) per variable
+    # after iteration and learning_rate: (momentum, velocity) per variable
+    slots = model.optimizer.variables[2:]
     assert len(slots) == 2 * len(model.trainable_variables)
     for index, variable in enumerate(model.trainable_variables):
-        for slot in slots[2 * index:2 * index + 2]:
-            assert _canonical(slot.value.device) == _canonical(variable.value.device), (slot.path, variable.path)
+        for slot in slots[2 * index : 2 * index + 2]:
+            assert _canonical(slot.value.device) == _canonical(variable.value.device), (
+                slot.path,
+                variable.path,
+            )
 
 
 def test_a_training_step_matches_the_single_device_model():
@@ -141,7 +155,7 @@ def test_a_training_step_matches_the_single_device_model():
 
 
 def test_accumulated_hybrid_updates_match_the_single_device_model_and_stay_beside_their_weights():
-    from keras_s2s.training.optimizers import Adam
+    from keras_s2s.optimizers import Adam
 
     placed = placed_gnmt()
     placed.compile(optimizer=Adam(0.01, accumulate_steps=2), loss=SmoothedCrossEntropy(0.1))
@@ -157,15 +171,28 @@ def test_accumulated_hybrid_updates_match_the_single_device_model_and_stay_besid
     assert int(placed.optimizer.iterations.numpy()) == 1
     for got, want in zip(placed.get_weights(), single.get_weights()):
         np.testing.assert_allclose(got, want, atol=1e-5)
-    for accumulator, variable in zip(placed.optimizer.accumulated_gradients, placed.trainable_variables):
-        assert _canonical(accumulator.value.device) == _canonical(variable.value.device), variable.path
+    for accumulator, variable in zip(
+        placed.optimizer.accumulated_gradients, placed.trainable_variables
+    ):
+        assert _canonical(accumulator.value.device) == _canonical(variable.value.device), (
+            variable.path
+        )
 
 
 def test_hybrid_training_converges_on_the_demo_task(demo_data):
     keras.utils.set_random_seed(3)
-    model = zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=32, dropout=0.0,
-                     precision="float32", strategy="hybrid", learning_rate=0.005,
-                     schedule="constant", clipnorm=None)
+    model = zoo.load(
+        "gnmt",
+        tokenizer=demo_data.tokenizer,
+        num_layers=2,
+        units=32,
+        dropout=0.0,
+        precision="float32",
+        strategy="hybrid",
+        learning_rate=0.005,
+        schedule="constant",
+        clipnorm=None,
+    )
     assert model.placement.layers[model.decoder_layers[1].name].endswith("CPU:1")
     initial = np.log(demo_data.tokenizer.vocab_size)
     model.fit(demo_data.train.take(50), epochs=1, verbose=0)
@@ -187,7 +214,15 @@ def test_bad_placements_are_refused_clearly():
     with pytest.raises(ValueError, match="device index 2; there are 2 devices"):
         HybridParallel(DEVICES, plan={"decoder_lstm_1": 2}).place(tiny_gnmt())
     with pytest.raises(CardError, match="lacks encoder_layers"):
-        zoo.load("transformer", vocab_size=40, num_layers=1, d_model=8, num_heads=2, ffn_dim=8, strategy="hybrid")
+        zoo.load(
+            "transformer",
+            vocab_size=40,
+            num_layers=1,
+            d_model=8,
+            num_heads=2,
+            ffn_dim=8,
+            strategy="hybrid",
+        )
     with pytest.raises(CardError, match="jit_compile"):
         zoo.load("gnmt", vocab_size=40, num_layers=2, units=8, strategy="hybrid", jit_compile=True)
 
@@ -197,13 +232,21 @@ def test_a_custom_plan_moves_a_layer():
     plan = HybridParallel(DEVICES, plan={"decoder_lstm_0": 1}).place(model)
     model.build()
     assert _canonical(model.decoder_layers[0].cell.kernel.value.device) == "CPU:1"
-    assert _canonical(model.target_embedding.embeddings.value.device) == "CPU:1", "embeddings follow layer 0"
+    assert _canonical(model.target_embedding.embeddings.value.device) == "CPU:1", (
+        "embeddings follow layer 0"
+    )
     assert _canonical(model.source_embedding.embeddings.value.device) == "CPU:0"
     assert "decoder_lstm_0" in plan.describe()
 
 
 def test_the_cost_model_counts_gnmts_parameters_and_bounds_its_speedups():
-    from keras_s2s.training.cost_model import HARDWARE, GNMTShape, parameter_counts, speedups, step_time
+    from keras_s2s.distribution.cost_model import (
+        HARDWARE,
+        GNMTShape,
+        parameter_counts,
+        speedups,
+        step_time,
+    )
 
     shape = GNMTShape(layers=3, units=8, vocab=50, batch=64, source=20, target=20)
     model = tiny_gnmt(vocab_size=50, num_layers=3, units=8)
@@ -216,7 +259,13 @@ def test_the_cost_model_counts_gnmts_parameters_and_bounds_its_speedups():
             assert 0 < gains["data"] <= devices and 0 < gains["hybrid"] <= devices, gains
             single = step_time(big, hardware, 1)
             hybrid = step_time(big, hardware, devices, "hybrid")
-            assert single.flops / devices <= hybrid.flops < single.flops  # the busiest device does its share or more
+            # the busiest device does its share or more
+            assert single.flops / devices <= hybrid.flops < single.flops
     fast, slow = HARDWARE["h200-nvlink"], HARDWARE["v100-pcie"]
-    assert speedups(big, fast, 4)["hybrid"] > speedups(big, fast, 4)["data"], "latency-bound LSTMs favour hybrid"
-    assert step_time(big, slow, 4, "data").communication > step_time(big, fast, 4, "data").communication
+    assert speedups(big, fast, 4)["hybrid"] > speedups(big, fast, 4)["data"], (
+        "latency-bound LSTMs favour hybrid"
+    )
+    assert (
+        step_time(big, slow, 4, "data").communication
+        > step_time(big, fast, 4, "data").communication
+    )

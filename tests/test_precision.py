@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 from keras_s2s import zoo
-from keras_s2s.training import precision
-from keras_s2s.training.precision import choose_precision, resolve_precision
+from keras_s2s.precision import policy as precision
+from keras_s2s.precision.policy import choose_precision, resolve_precision
 
 
 @pytest.mark.parametrize(
@@ -39,10 +39,14 @@ def test_cpu_flags_reads_cpuinfo(tmp_path):
     assert precision.cpu_flags(str(tmp_path / "missing")) == set()
 
 
-@pytest.mark.parametrize("policy, compute", [("float32", "float32"), ("mixed_float16", "float16"),
-                                             ("mixed_bfloat16", "bfloat16")])
+@pytest.mark.parametrize(
+    "policy, compute",
+    [("float32", "float32"), ("mixed_float16", "float16"), ("mixed_bfloat16", "bfloat16")],
+)
 def test_dtypes_under_each_policy(policy, compute):
-    model = zoo.load("gnmt", vocab_size=40, num_layers=3, units=8, precision=policy, strategy="default")
+    model = zoo.load(
+        "gnmt", vocab_size=40, num_layers=3, units=8, precision=policy, strategy="default"
+    )
     assert all(v.dtype == "float32" for v in model.weights), "master weights stay float32"
     assert model.source_embedding.compute_dtype == compute
     assert model.decoder_layers[0].compute_dtype == compute
@@ -58,22 +62,37 @@ def test_dtypes_under_each_policy(policy, compute):
 
 
 def test_loss_scale_settings_come_from_the_card():
-    model = zoo.load("gnmt", vocab_size=40, num_layers=2, units=8, precision="mixed_float16",
-                     strategy="default", **{"training.loss_scale.initial_scale": 256.0,
-                                            "training.loss_scale.growth_interval": 7})
+    model = zoo.load(
+        "gnmt",
+        vocab_size=40,
+        num_layers=2,
+        units=8,
+        precision="mixed_float16",
+        strategy="default",
+        **{"training.loss_scale.initial_scale": 256.0, "training.loss_scale.growth_interval": 7},
+    )
     assert model.optimizer.initial_scale == 256.0
     assert model.optimizer.dynamic_growth_steps == 7
 
 
 def test_overflowing_step_changes_no_weight_and_lowers_the_scale():
-    model = zoo.load("gnmt", vocab_size=40, num_layers=2, units=8, precision="mixed_float16",
-                     strategy="default", **{"training.loss_scale.initial_scale": 1e30})
+    model = zoo.load(
+        "gnmt",
+        vocab_size=40,
+        num_layers=2,
+        units=8,
+        precision="mixed_float16",
+        strategy="default",
+        **{"training.loss_scale.initial_scale": 1e30},
+    )
     x = {"source": np.full((2, 8), 5, "int32"), "target_in": np.full((2, 8), 6, "int32")}
     y = np.full((2, 8), 7, "int32")
     before = [v.numpy().copy() for v in model.trainable_weights]
     model.train_on_batch(x, y)
     after = [v.numpy() for v in model.trainable_weights]
-    assert all(np.array_equal(a, b) for a, b in zip(before, after)), "a non-finite step must skip the update"
+    assert all(np.array_equal(a, b) for a, b in zip(before, after)), (
+        "a non-finite step must skip the update"
+    )
     assert float(model.optimizer.dynamic_scale) < 1e30
     # a sane scale afterwards trains normally
     model.optimizer.dynamic_scale.assign(1024.0)
@@ -83,12 +102,28 @@ def test_overflowing_step_changes_no_weight_and_lowers_the_scale():
 
 def _losses(policy, demo_data, steps=36):
     keras.utils.set_random_seed(3)
-    model = zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=32, dropout=0.0,
-                     precision=policy, strategy="default", learning_rate=0.01, schedule="constant",
-                     clipnorm=None)
-    history = model.fit(demo_data.train.take(steps), epochs=1, verbose=0,
-                        callbacks=[keras.callbacks.LambdaCallback()])
-    losses = [float(model.compute_loss(inputs, labels, model(inputs))) for inputs, labels in demo_data.valid.take(2)]
+    model = zoo.load(
+        "gnmt",
+        tokenizer=demo_data.tokenizer,
+        num_layers=2,
+        units=32,
+        dropout=0.0,
+        precision=policy,
+        strategy="default",
+        learning_rate=0.01,
+        schedule="constant",
+        clipnorm=None,
+    )
+    history = model.fit(
+        demo_data.train.take(steps),
+        epochs=1,
+        verbose=0,
+        callbacks=[keras.callbacks.LambdaCallback()],
+    )
+    losses = [
+        float(model.compute_loss(inputs, labels, model(inputs)))
+        for inputs, labels in demo_data.valid.take(2)
+    ]
     return history.history["loss"][-1], float(np.mean(losses))
 
 

@@ -13,8 +13,15 @@ import numpy as np
 import pytest
 
 from keras_s2s import zoo
-from keras_s2s.presets import PresetError, download, extract, fetch_preset, load_preset, read_metadata, save_to_preset
-
+from keras_s2s.presets import (
+    PresetError,
+    download,
+    extract,
+    fetch_preset,
+    load_preset,
+    read_metadata,
+    save_to_preset,
+)
 
 
 class RangeHandler(http.server.SimpleHTTPRequestHandler):
@@ -33,13 +40,15 @@ class RangeHandler(http.server.SimpleHTTPRequestHandler):
             self.send_error(404)
             return
         data = path.read_bytes()
-        start = int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
+        start = (
+            int(self.headers["Range"].split("=")[1].rstrip("-")) if self.headers.get("Range") else 0
+        )
         self.send_response(206 if start else 200)
         self.send_header("Content-Length", str(len(data) - start))
         self.end_headers()
         body = data[start:]
         if RangeHandler.cut_after is not None:
-            body, RangeHandler.cut_after = body[:RangeHandler.cut_after], None
+            body, RangeHandler.cut_after = body[: RangeHandler.cut_after], None
         self.wfile.write(body)
 
 
@@ -65,8 +74,12 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def preset(tmp_path_factory, demo_data):
-    model = zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=16, precision="float32")
-    folder = save_to_preset(model, tmp_path_factory.mktemp("p") / "gnmt_tiny", metadata={"bleu": 1.5})
+    model = zoo.load(
+        "gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=16, precision="float32"
+    )
+    folder = save_to_preset(
+        model, tmp_path_factory.mktemp("p") / "gnmt_tiny", metadata={"bleu": 1.5}
+    )
     return model, folder
 
 
@@ -78,9 +91,17 @@ def pack(folder: Path, archive: Path) -> str:
 
 def test_save_and_load_a_preset_directory(preset, demo_data):
     model, folder = preset
-    assert sorted(p.name for p in folder.iterdir()) == ["config.json", "metadata.json", "model.weights.h5"]
+    assert sorted(p.name for p in folder.iterdir()) == [
+        "config.json",
+        "metadata.json",
+        "model.weights.h5",
+    ]
     metadata = read_metadata(folder)
-    assert metadata["bleu"] == 1.5 and metadata["architecture"] == "GNMT" and "keras_s2s_version" in metadata
+    assert (
+        metadata["bleu"] == 1.5
+        and metadata["architecture"] == "GNMT"
+        and "keras_s2s_version" in metadata
+    )
     restored = load_preset(str(folder))
     sentences = demo_data.test_sources[:3]
     assert restored.translate(sentences) == model.translate(sentences)
@@ -88,7 +109,9 @@ def test_save_and_load_a_preset_directory(preset, demo_data):
         save_to_preset(model, folder)
 
 
-def test_a_preset_stored_in_float16_is_half_the_size_and_loads_as_float32(preset, demo_data, tmp_path):
+def test_a_preset_stored_in_float16_is_half_the_size_and_loads_as_float32(
+    preset, demo_data, tmp_path
+):
     import h5py
 
     model, folder = preset
@@ -96,9 +119,13 @@ def test_a_preset_stored_in_float16_is_half_the_size_and_loads_as_float32(preset
     assert read_metadata(half)["weights_dtype"] == "float16"
     with h5py.File(half / "model.weights.h5") as stored:
         kinds = set()
-        stored.visititems(lambda name, item: kinds.add(str(item.dtype)) if hasattr(item, "dtype") else None)
+        stored.visititems(
+            lambda name, item: kinds.add(str(item.dtype)) if hasattr(item, "dtype") else None
+        )
     assert "float16" in kinds and "float32" not in kinds
-    assert (half / "model.weights.h5").stat().st_size < 0.6 * (folder / "model.weights.h5").stat().st_size
+    assert (half / "model.weights.h5").stat().st_size < 0.6 * (
+        folder / "model.weights.h5"
+    ).stat().st_size
     restored = load_preset(str(half))
     for mine, theirs in zip(model.weights, restored.weights):
         assert theirs.dtype == "float32"
@@ -111,10 +138,11 @@ def test_zoo_load_from_a_url_verifies_the_checksum_and_translates(preset, server
     model, folder = preset
     root, url = server
     sha = pack(folder, root / "gnmt_tiny.tar.gz")
-    card = zoo.card_path("gnmt").read_text()
     registered = home.parent / "gnmt_with_preset.yaml"
-    registered.write_text(card + f"presets:\n  tiny:\n    url: {url}/gnmt_tiny.tar.gz\n    sha256: {sha}\n"
-                          "    size: 1\n    description: a test preset\n")
+    registered.write_text(
+        f"base: gnmt\npresets:\n  tiny:\n    url: {url}/gnmt_tiny.tar.gz\n    sha256: {sha}\n"
+        "    size: 1\n    description: a test preset\n"
+    )
     loaded = zoo.load(str(registered), weights="tiny", precision="float32")
     sentences = demo_data.test_sources[:3]
     assert loaded.translate(sentences) == model.translate(sentences)
@@ -154,19 +182,26 @@ def test_an_interrupted_download_resumes_where_it_stopped(preset, server, home):
     RangeHandler.cut_after = size // 3
     path = download(f"{url}/p.tar.gz", sha, retries=3)
     assert hashlib.sha256(path.read_bytes()).hexdigest() == sha
-    assert RangeHandler.requests[0][1] is None and RangeHandler.requests[1][1] == f"bytes={size // 3}-"
+    assert (
+        RangeHandler.requests[0][1] is None and RangeHandler.requests[1][1] == f"bytes={size // 3}-"
+    )
 
 
 def test_the_cache_tells_two_urls_with_one_file_name_apart(preset, server, home, demo_data):
     model, folder = preset
     root, url = server
-    other = save_to_preset(zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=8,
-                                    precision="float32"), home.parent / "gnmt_other")
+    other = save_to_preset(
+        zoo.load("gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=8, precision="float32"),
+        home.parent / "gnmt_other",
+    )
     for sub, source in (("a", folder), ("b", other)):
         (root / sub).mkdir()
         pack(source, root / sub / "model.tar.gz")
     first, second = (load_preset(f"{url}/{sub}/model.tar.gz") for sub in "ab")
-    assert first.count_params() == model.count_params() and second.count_params() != model.count_params()
+    assert (
+        first.count_params() == model.count_params()
+        and second.count_params() != model.count_params()
+    )
 
 
 def test_a_truncated_download_is_removed_from_the_cache_so_a_rerun_recovers(preset, server, home):
@@ -174,8 +209,11 @@ def test_a_truncated_download_is_removed_from_the_cache_so_a_rerun_recovers(pres
     root, url = server
     pack(folder, root / "p.tar.gz")
     whole = (root / "p.tar.gz").read_bytes()
-    (root / "p.tar.gz").write_bytes(whole[: len(whole) // 2])  # served whole, but the file itself is cut
-    with pytest.raises(PresetError, match="damaged or truncated.* the cached download .* was removed, so the next"):
+    # served whole, but the file itself is cut
+    (root / "p.tar.gz").write_bytes(whole[: len(whole) // 2])
+    with pytest.raises(
+        PresetError, match="damaged or truncated.* the cached download .* was removed, so the next"
+    ):
         fetch_preset(f"{url}/p.tar.gz")
     assert not list((home / "presets" / "downloads").iterdir())
     (root / "p.tar.gz").write_bytes(whole)
@@ -183,18 +221,25 @@ def test_a_truncated_download_is_removed_from_the_cache_so_a_rerun_recovers(pres
     broken = home / "presets" / "unpacked"
     for weights in broken.rglob("model.weights.h5"):  # a cached preset whose weights no longer load
         weights.write_bytes(b"not hdf5")
-    with pytest.raises(PresetError, match="weights do not load.* the cached download .* was removed"):
+    with pytest.raises(
+        PresetError, match="weights do not load.* the cached download .* was removed"
+    ):
         load_preset(f"{url}/p.tar.gz")
     assert not list(broken.iterdir()) and not list((home / "presets" / "downloads").iterdir())
     assert load_preset(f"{url}/p.tar.gz").count_params() == preset[0].count_params()
 
 
 def test_an_unknown_preset_name_lists_the_cards_presets():
-    with pytest.raises(PresetError, match="demo: not a preset of transformer \\(its presets: none\\)"):
+    with pytest.raises(
+        PresetError, match="demo: not a preset of transformer \\(its presets: none\\)"
+    ):
         zoo.load("transformer", weights="demo")
     with pytest.raises(PresetError, match="its presets: demo"):
         zoo.load("convs2s", weights="dem")
-    with pytest.raises(PresetError, match=r"models with presets: .*convs2s \(demo\).*gnmt \(demo\).*jasper \(demo\)"):
+    with pytest.raises(
+        PresetError,
+        match=r"models with presets: .*convs2s \(demo\).*gnmt \(demo\).*jasper \(demo\)",
+    ):
         zoo.load("transformer", weights="demo")
 
 
@@ -262,7 +307,7 @@ def test_zoo_load_still_takes_a_weights_file(tmp_path, demo_data):
 
 def test_the_shipped_demo_preset_loads_offline_verified_and_translates(home, monkeypatch):
     from keras_s2s.data.parallel import read_splits
-    from keras_s2s.training.runner import score
+    from keras_s2s.metrics import score
 
     monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
     model = zoo.load("convs2s_demo", weights="demo", precision="float32")
@@ -273,9 +318,11 @@ def test_the_shipped_demo_preset_loads_offline_verified_and_translates(home, mon
     assert model.optimizer is not None and zoo.get_card("convs2s").presets["demo"]["size"] > 0
 
 
-def test_the_shipped_gnmt_demo_preset_loads_offline_from_both_cards_and_translates(home, monkeypatch):
+def test_the_shipped_gnmt_demo_preset_loads_offline_from_both_cards_and_translates(
+    home, monkeypatch
+):
     from keras_s2s.data.parallel import read_splits
-    from keras_s2s.training.runner import score
+    from keras_s2s.metrics import score
 
     monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
     _, _, test, _ = read_splits("demo", num_train=80000, num_valid=300, num_test=500, seed=0)
@@ -287,10 +334,12 @@ def test_the_shipped_gnmt_demo_preset_loads_offline_from_both_cards_and_translat
     assert zoo.get_card("gnmt").presets["demo"] == zoo.get_card("gnmt_demo").presets["demo"]
 
 
-def test_the_shipped_speech_demo_preset_loads_offline_and_transcribes_new_speech(home, monkeypatch, tmp_path):
+def test_the_shipped_speech_demo_preset_loads_offline_and_transcribes_new_speech(
+    home, monkeypatch, tmp_path
+):
     from keras_s2s.data.manifest import read_manifest
     from keras_s2s.data.speech_demo import DemoSpeech
-    from keras_s2s.training.speech_eval import error_rates
+    from keras_s2s.metrics import error_rates
 
     monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
     model = zoo.load("jasper_demo", weights="demo", precision="float32")
@@ -298,5 +347,10 @@ def test_the_shipped_speech_demo_preset_loads_offline_and_transcribes_new_speech
     utterances = read_manifest(folder / "test.csv")
     hypotheses = model.transcribe([u.path for u in utterances])
     wer = error_rates(hypotheses, [u.transcript for u in utterances])["wer"]
-    assert wer < 10, f"the speech demo preset's WER on 24 new utterances is {wer}% (0.45% when trained)"
-    assert zoo.get_card("jasper").presets["demo"]["sha256"] == zoo.get_card("jasper_demo").presets["demo"]["sha256"]
+    assert wer < 10, (
+        f"the speech demo preset's WER on 24 new utterances is {wer}% (0.45% when trained)"
+    )
+    assert (
+        zoo.get_card("jasper").presets["demo"]["sha256"]
+        == zoo.get_card("jasper_demo").presets["demo"]["sha256"]
+    )

@@ -6,16 +6,34 @@ import pytest
 import tensorflow as tf
 
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer
-from keras_s2s.models import ConvS2S, GNMT, Transformer
+from keras_s2s.models import GNMT, ConvS2S, Transformer
 
 TINY = {
     "gnmt": lambda **kw: GNMT(num_layers=3, units=16, dropout=0.0, **kw),
-    "transformer": lambda **kw: Transformer(num_layers=2, d_model=16, num_heads=2, ffn_dim=32, dropout=0.0, **kw),
+    "transformer": lambda **kw: Transformer(
+        num_layers=2, d_model=16, num_heads=2, ffn_dim=32, dropout=0.0, **kw
+    ),
     "transformer_postnorm_learned": lambda **kw: Transformer(
-        num_layers=2, d_model=16, num_heads=4, ffn_dim=32, dropout=0.0, normalize_first=False,
-        positions="learned", max_positions=32, share_embeddings=False, **kw),
-    "convs2s": lambda **kw: ConvS2S(embedding_dim=16, channels=[16, 24, 24], kernel_sizes=[3, 5, 1],
-                                    out_embedding_dim=8, dropout=0.0, max_positions=32, **kw),
+        num_layers=2,
+        d_model=16,
+        num_heads=4,
+        ffn_dim=32,
+        dropout=0.0,
+        normalize_first=False,
+        positions="learned",
+        max_positions=32,
+        share_embeddings=False,
+        **kw,
+    ),
+    "convs2s": lambda **kw: ConvS2S(
+        embedding_dim=16,
+        channels=[16, 24, 24],
+        kernel_sizes=[3, 5, 1],
+        out_embedding_dim=8,
+        dropout=0.0,
+        max_positions=32,
+        **kw,
+    ),
 }
 
 
@@ -64,7 +82,8 @@ def test_cached_step_equals_full_recomputation(name):
         logits, state = model.decode_step(tf.constant(inputs["target_in"][:, t]), state, encoded)
         np.testing.assert_allclose(logits, full[:, t], atol=1e-5, err_msg=f"step {t}")
         attention = state["attention"].numpy()
-        np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)  # an alignment over the source
+        # an alignment over the source
+        np.testing.assert_allclose(attention.sum(-1), 1.0, atol=1e-5)
         assert (attention[1, 6:] < 1e-6).all()  # never on padding
 
 
@@ -79,7 +98,7 @@ def test_greedy_generate_follows_the_argmax_and_pads_after_eos(name):
         seq = list(ids[row])
         assert EOS_ID in seq  # EOS is forced at the length limit
         end = seq.index(EOS_ID) + 1
-        assert list(argmax[row, :end - 1]) == seq[:end - 1]
+        assert list(argmax[row, : end - 1]) == seq[: end - 1]
         assert all(t == PAD_ID for t in seq[end:])
 
 
@@ -88,7 +107,9 @@ def test_beam_never_scores_below_greedy_and_width_one_is_greedy(name):
     model = tiny(name)
     source = np.concatenate([batch(seed=s)["source"] for s in range(3)])
     greedy = model.generate(source, max_length=8)
-    np.testing.assert_array_equal(model._decoder(1, 0.0, 0.0)(source, tf.fill([9], 8)).numpy(), greedy)
+    np.testing.assert_array_equal(
+        model._decoder(1, 0.0, 0.0)(source, tf.fill([9], 8)).numpy(), greedy
+    )
     beam = model.generate(source, max_length=8, beam_width=3)
     greedy_scores, beam_scores = model.score(source, greedy)[0], model.score(source, beam)[0]
     assert (beam_scores.numpy() >= greedy_scores.numpy() - 1e-4).all()
@@ -98,7 +119,9 @@ def test_length_limit_follows_the_source_length():
     model = tiny("transformer")
     source = batch()["source"]  # rows of 9, 6 and 9 tokens
     for beam_width in (1, 3):
-        ids = model.generate(source, max_length=50, beam_width=beam_width, max_length_ratio=1.0, max_length_offset=2)
+        ids = model.generate(
+            source, max_length=50, beam_width=beam_width, max_length_ratio=1.0, max_length_offset=2
+        )
         lengths = [list(row).index(EOS_ID) + 1 for row in ids]
         assert lengths[0] <= 11 and lengths[1] <= 8 and lengths[2] <= 11
         assert ids.shape[1] <= 11
@@ -110,7 +133,9 @@ def test_coverage_penalty_prefers_hypotheses_that_cover_the_source():
     mask = tf.constant([[True, True, False]])
     full = coverage_penalty(tf.constant([[1.2, 1.0, 0.0]]), mask, 0.2)
     partial = coverage_penalty(tf.constant([[1.9, 0.1, 0.0]]), mask, 0.2)
-    assert float(full[0]) == pytest.approx(0.0) and float(partial[0]) == pytest.approx(0.2 * np.log(0.1), rel=1e-5)
+    assert float(full[0]) == pytest.approx(0.0) and float(partial[0]) == pytest.approx(
+        0.2 * np.log(0.1), rel=1e-5
+    )
     model = tiny("convs2s")
     source = batch()["source"]
     ids = model.generate(source, max_length=8, beam_width=3, coverage_penalty=0.3)
@@ -121,7 +146,9 @@ def test_coverage_penalty_prefers_hypotheses_that_cover_the_source():
 
 @pytest.mark.parametrize("name", ["transformer", "convs2s"])
 def test_keras_file_round_trip_with_tokenizer(name, tmp_path):
-    tokenizer = SubwordTokenizer.train([f"word{i} and word{i + 1}" for i in range(300)], vocab_size=60)
+    tokenizer = SubwordTokenizer.train(
+        [f"word{i} and word{i + 1}" for i in range(300)], vocab_size=60
+    )
     keras.utils.set_random_seed(0)
     model = TINY[name](vocab_size=tokenizer.vocab_size, tokenizer=tokenizer)
     model.build()
@@ -130,7 +157,9 @@ def test_keras_file_round_trip_with_tokenizer(name, tmp_path):
     restored = keras.saving.load_model(tmp_path / "m.keras")
     inputs = batch(vocab=tokenizer.vocab_size)
     np.testing.assert_allclose(restored(inputs), model(inputs), atol=1e-6)
-    assert restored.translate(["word3 and word4"], beam_width=2) == model.translate(["word3 and word4"], beam_width=2)
+    assert restored.translate(["word3 and word4"], beam_width=2) == model.translate(
+        ["word3 and word4"], beam_width=2
+    )
 
 
 @pytest.mark.parametrize("name", ["transformer", "convs2s"])
@@ -162,3 +191,24 @@ def test_bad_arguments():
         ConvS2S(vocab_size=10, channels=[8, 8], kernel_sizes=[3])
     with pytest.raises(ValueError, match="odd kernel_size"):
         ConvS2S(vocab_size=10, embedding_dim=8, channels=[8], kernel_sizes=[2]).build()
+
+
+def test_the_loss_is_the_mean_over_real_tokens():
+    from keras_s2s.losses import SmoothedCrossEntropy
+
+    rng = np.random.default_rng(0)
+    logits = rng.normal(size=(3, 5, 7)).astype("float32")
+    labels = np.array([[1, 2, 3, 0, 0], [4, 5, 6, 1, 3], [2, 0, 0, 0, 0]])
+    keras_loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True, ignore_class=0)
+    np.testing.assert_allclose(
+        SmoothedCrossEntropy()(labels, logits), keras_loss(labels, logits), rtol=1e-5
+    )
+    smoothed = SmoothedCrossEntropy(0.1)
+    per_token = keras.ops.convert_to_numpy(smoothed.token_losses(labels, logits))
+    assert (per_token[labels == 0] == 0).all() and (per_token[labels != 0] > 0).all()
+    np.testing.assert_allclose(
+        smoothed(labels, logits), per_token.sum() / (labels != 0).sum(), rtol=1e-6
+    )
+    assert float(SmoothedCrossEntropy()(np.zeros((1, 3), int), logits[:1, :3])) == 0.0, (
+        "all padding: 0"
+    )

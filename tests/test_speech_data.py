@@ -19,7 +19,9 @@ def tone(seconds=1.0, rate=16000, seed=0):
 @pytest.mark.parametrize("kind, size", [("logmel", 64), ("mfcc", 40), ("spectrogram", 0)])
 @pytest.mark.parametrize("normalize", [True, False])
 def test_tf_signal_features_match_librosa(kind, size, normalize):
-    extractor = FeatureExtractor(kind=kind, num_features=size or 64, normalize=normalize, window_ms=25)
+    extractor = FeatureExtractor(
+        kind=kind, num_features=size or 64, normalize=normalize, window_ms=25
+    )
     ours = extractor(tf.constant(tone())).numpy()
     reference = librosa_features(tone(), extractor)
     assert ours.shape == reference.shape == (extractor.num_frames(16000), extractor.feature_size)
@@ -60,18 +62,25 @@ def test_manifests_in_several_dialects_and_their_errors(tmp_path):
     write_wav(tmp_path / "a.wav", tone(0.2), 16000)
     (tmp_path / "sub").mkdir()
     write_wav(tmp_path / "sub" / "b.wav", tone(0.2), 16000)
-    (tmp_path / "o2s.csv").write_text("wav_filename,wav_filesize,transcript\na.wav,123,hello there\n"
-                                      "sub/b.wav,456,good night\n")
+    (tmp_path / "o2s.csv").write_text(
+        "wav_filename,wav_filesize,transcript\na.wav,123,hello there\nsub/b.wav,456,good night\n"
+    )
     entries = read_manifest(tmp_path / "o2s.csv")
     assert [e.transcript for e in entries] == ["hello there", "good night"]
     assert entries[1].path == tmp_path / "sub" / "b.wav"
-    (tmp_path / "nemo.tsv").write_text(f"audio_filepath\tduration\ttext\n{tmp_path / 'a.wav'}\t0.2\thello\n")
+    (tmp_path / "nemo.tsv").write_text(
+        f"audio_filepath\tduration\ttext\n{tmp_path / 'a.wav'}\t0.2\thello\n"
+    )
     assert read_manifest(tmp_path / "nemo.tsv")[0].path == tmp_path / "a.wav"
     (tmp_path / "missing.csv").write_text("path,text\na.wav,one\nnope.wav,two\n")
-    with pytest.raises(CorpusError, match=r"missing.csv: 1 audio file\(s\) not found \(line 3: .*nope.wav\)"):
+    with pytest.raises(
+        CorpusError, match=r"missing.csv: 1 audio file\(s\) not found \(line 3: .*nope.wav\)"
+    ):
         read_manifest(tmp_path / "missing.csv")
     (tmp_path / "nohead.csv").write_text("file_name,words\na.wav,one\n")
-    with pytest.raises(CorpusError, match="nohead.csv, line 1: no audio path column; the header has file_name"):
+    with pytest.raises(
+        CorpusError, match="nohead.csv, line 1: no audio path column; the header has file_name"
+    ):
         read_manifest(tmp_path / "nohead.csv")
     (tmp_path / "short.csv").write_text("path,extra,text\na.wav\n")
     with pytest.raises(CorpusError, match="short.csv, line 2: expected 3 fields, got 1"):
@@ -88,13 +97,19 @@ def test_demo_speech_is_synthesized_once_deterministic_and_held_out(tmp_path):
     folder = demo.prepare(root=tmp_path)
     train, test = read_manifest(folder / "train.csv"), read_manifest(folder / "test.csv")
     assert (len(train), len(test)) == (40, 8)
-    assert not {u.transcript for u in test} & {u.transcript for u in train}, "test sentences are new"
+    assert not {u.transcript for u in test} & {u.transcript for u in train}, (
+        "test sentences are new"
+    )
     assert all(set(u.transcript) <= set("abcdefghijklmnopqrstuvwxyz ") for u in train)
     audio = read_audio(train[0].path)
     assert 0.5 < len(audio) / 16000 < 8
     stamp = (folder / "train.csv").stat().st_mtime_ns
-    assert demo.prepare(root=tmp_path) == folder and (folder / "train.csv").stat().st_mtime_ns == stamp
-    again = DemoSpeech(num_train=40, num_valid=5, num_test=8, seed=3).prepare(root=tmp_path / "other")
+    assert (
+        demo.prepare(root=tmp_path) == folder and (folder / "train.csv").stat().st_mtime_ns == stamp
+    )
+    again = DemoSpeech(num_train=40, num_valid=5, num_test=8, seed=3).prepare(
+        root=tmp_path / "other"
+    )
     repeated = read_manifest(again / "train.csv")
     assert [u.transcript for u in repeated] == [u.transcript for u in train]
     # eSpeak NG carries a little state between sentences: lengths may differ by a few milliseconds
@@ -106,14 +121,23 @@ def test_speech_pipeline_batches_features_lengths_and_labels(tmp_path, monkeypat
     from keras_s2s.data.speech import load_speech_data
 
     monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path))
-    data = load_speech_data("demo-speech", num_train=24, num_valid=4, num_test=4, batch_size=8,
-                            features={"kind": "logmel", "num_features": 40},
-                            augment={"speed": [0.9, 1.1], "freq_masks": 1, "freq_mask_width": 5})
+    data = load_speech_data(
+        "demo-speech",
+        num_train=24,
+        num_valid=4,
+        num_test=4,
+        batch_size=8,
+        features={"kind": "logmel", "num_features": 40},
+        augment={"speed": [0.9, 1.1], "freq_masks": 1, "freq_mask_width": 5},
+    )
     assert len(data.train_utterances) == 24 and len(data.test_utterances) == 4
     inputs, labels = next(iter(data.train))
     features, lengths = inputs["features"].numpy(), inputs["feature_lengths"].numpy()
     assert features.shape[0] <= 8 and features.shape[2] == 40 and features.shape[1] % 8 == 0
-    assert lengths.max() <= features.shape[1] and (features[np.argmin(lengths), lengths.min():] == 0).all()
+    assert (
+        lengths.max() <= features.shape[1]
+        and (features[np.argmin(lengths), lengths.min() :] == 0).all()
+    )
     texts = [data.vocabulary.decode(row) for row in labels.numpy()]
     assert set(texts) <= {u.transcript for u in data.train_utterances}
     with pytest.raises(ValueError, match="unknown augmentation setting"):
@@ -129,14 +153,20 @@ def test_librispeech_layout(tmp_path):
     chapter.mkdir(parents=True)
     lines = []
     for i in range(20):
-        soundfile.write(str(chapter / f"19-198-{i:04d}.flac"), tone(0.3, seed=i), 16000, format="FLAC")
+        soundfile.write(
+            str(chapter / f"19-198-{i:04d}.flac"), tone(0.3, seed=i), 16000, format="FLAC"
+        )
         lines.append(f"19-198-{i:04d} HELLO NUMBER {i}")
     (chapter / "19-198.trans.txt").write_text("\n".join(lines) + "\n")
     train, valid, test = read_speech_splits(str(tmp_path), num_valid=2, num_test=2)
     assert (len(train), len(valid), len(test)) == (16, 2, 2)
-    assert all(u.path.suffix == ".flac" and u.transcript.startswith("HELLO NUMBER") for u in train + test)
+    assert all(
+        u.path.suffix == ".flac" and u.transcript.startswith("HELLO NUMBER") for u in train + test
+    )
     (chapter / "19-198-0003.flac").unlink()
-    with pytest.raises(CorpusError, match=r"1 audio file\(s\) not found .*19-198.trans.txt, line 4: 19-198-0003"):
+    with pytest.raises(
+        CorpusError, match=r"1 audio file\(s\) not found .*19-198.trans.txt, line 4: 19-198-0003"
+    ):
         read_speech_splits(str(tmp_path))
 
 
@@ -149,20 +179,38 @@ def test_subword_vocabulary_for_ctc(tmp_path, monkeypatch):
     from keras_s2s.data.speech import load_speech_data
 
     monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path))
-    data = load_speech_data("demo-speech", num_train=60, num_valid=4, num_test=4, batch_size=8,
-                            vocabulary="subword", vocab_size=80)
+    data = load_speech_data(
+        "demo-speech",
+        num_train=60,
+        num_valid=4,
+        num_test=4,
+        batch_size=8,
+        vocabulary="subword",
+        vocab_size=80,
+    )
     vocab = data.vocabulary
     assert isinstance(vocab, SubwordVocabulary) and vocab.vocab_size <= 80
     text = data.train_utterances[0].transcript
     assert 0 not in vocab.encode(text) and vocab.decode(vocab.encode(text)) == text
     assert SubwordVocabulary.from_config(vocab.get_config()).encode(text) == vocab.encode(text)
-    model = zoo.load("wave2letter_demo", vocabulary=vocab, extractor=data.extractor, precision="float32",
-                     channels=[16], kernels=[5], dropouts=[0.0], prologue_channels=16, epilogue_channels=[16, 16])
+    model = zoo.load(
+        "wave2letter_demo",
+        vocabulary=vocab,
+        extractor=data.extractor,
+        precision="float32",
+        channels=[16],
+        kernels=[5],
+        dropouts=[0.0],
+        prologue_channels=16,
+        epilogue_channels=[16, 16],
+    )
     assert model.vocab_size == vocab.vocab_size
     model.fit(data.train, steps_per_epoch=1, epochs=1, verbose=0)
     model.save(tmp_path / "m.keras")
     assert isinstance(keras.saving.load_model(tmp_path / "m.keras").vocabulary, SubwordVocabulary)
-    with pytest.raises(CardError, match="subword vocabulary is learned from the training transcripts"):
+    with pytest.raises(
+        CardError, match="subword vocabulary is learned from the training transcripts"
+    ):
         zoo.load("wave2letter_demo", **{"data.vocabulary": "subword"})
 
 
@@ -175,8 +223,12 @@ def test_an_unreadable_test_file_is_refused_before_training(tmp_path):
         soundfile.write(str(tmp_path / f"{i}.wav"), tone(0.3, seed=i), 16000)
     (tmp_path / "5.wav").write_bytes(b"RIFF not really audio")
     for split, rows in (("train", range(4)), ("test", range(4, 6))):
-        (tmp_path / f"{split}.csv").write_text("wav_filename,transcript\n" +
-                                             "".join(f"{i}.wav,hello {'abcdef'[i]}\n" for i in rows))
-    with pytest.raises(CorpusError, match=r"test: 1 of 2 utterances cannot be read, e\.g\. .*5\.wav \(line 3\): "
-                                          "unreadable audio"):
+        (tmp_path / f"{split}.csv").write_text(
+            "wav_filename,transcript\n" + "".join(f"{i}.wav,hello {'abcdef'[i]}\n" for i in rows)
+        )
+    with pytest.raises(
+        CorpusError,
+        match=r"test: 1 of 2 utterances cannot be read, e\.g\. .*5\.wav \(line 3\): "
+        "unreadable audio",
+    ):
         load_speech_data(str(tmp_path), num_valid=0, batch_size=2)

@@ -18,12 +18,28 @@ from keras_s2s.models import DeepSpeech2, Jasper, Wave2Letter
 
 VOCAB = CharVocabulary()
 TINY = {
-    "jasper": lambda **kw: Jasper(prologue_channels=16, channels=[16, 24], kernels=[5, 7], dropouts=[0.0, 0.0],
-                                  repeats=2, epilogue_channels=[24, 24], epilogue_kernel=5, **kw),
-    "wave2letter": lambda **kw: Wave2Letter(prologue_channels=16, channels=[16, 16, 24], kernels=[5, 5, 7],
-                                            dropouts=[0.0] * 3, epilogue_channels=[24, 24], epilogue_kernel=5, **kw),
-    "deepspeech2": lambda **kw: DeepSpeech2(conv_filters=4, num_rnn_layers=1, rnn_units=16, fc_units=16, dropout=0.0,
-                                            **kw),
+    "jasper": lambda **kw: Jasper(
+        prologue_channels=16,
+        channels=[16, 24],
+        kernels=[5, 7],
+        dropouts=[0.0, 0.0],
+        repeats=2,
+        epilogue_channels=[24, 24],
+        epilogue_kernel=5,
+        **kw,
+    ),
+    "wave2letter": lambda **kw: Wave2Letter(
+        prologue_channels=16,
+        channels=[16, 16, 24],
+        kernels=[5, 5, 7],
+        dropouts=[0.0] * 3,
+        epilogue_channels=[24, 24],
+        epilogue_kernel=5,
+        **kw,
+    ),
+    "deepspeech2": lambda **kw: DeepSpeech2(
+        conv_filters=4, num_rnn_layers=1, rnn_units=16, fc_units=16, dropout=0.0, **kw
+    ),
 }
 
 
@@ -50,8 +66,13 @@ def test_ctc_greedy_and_beam_decoding_on_hand_made_logits():
     logits = np.full((1, len(path), 29), -10.0, "float32")
     logits[0, np.arange(len(path)), path] = 10.0
     lengths = tf.constant([len(path)])
-    decode = lambda strategy, width=1: keras.ops.ctc_decode(logits, lengths, strategy=strategy,  # noqa: E731
-                                                            beam_width=width, mask_index=0)[0][0].numpy()
+    decode = lambda strategy, width=1: keras.ops.ctc_decode(  # noqa: E731
+        logits,
+        lengths,
+        strategy=strategy,  # noqa: E731
+        beam_width=width,
+        mask_index=0,
+    )[0][0].numpy()
     greedy = decode("greedy")[0]
     assert VOCAB.decode(greedy[greedy >= 0]) == "hii"
     beam = decode("beam_search", 8)[0]
@@ -63,9 +84,12 @@ def test_ctc_greedy_and_beam_decoding_on_hand_made_logits():
     probs = np.full((1, 2, 29), 1e-6, "float32")
     probs[0, :, blank], probs[0, :, a] = 0.55, 0.45
     logits = np.log(probs)
-    greedy = keras.ops.ctc_decode(logits, tf.constant([2]), strategy="greedy", mask_index=0)[0][0].numpy()[0]
-    beam = keras.ops.ctc_decode(logits, tf.constant([2]), strategy="beam_search", beam_width=8,
-                                mask_index=0)[0][0].numpy()[0]
+    greedy = keras.ops.ctc_decode(logits, tf.constant([2]), strategy="greedy", mask_index=0)[0][
+        0
+    ].numpy()[0]
+    beam = keras.ops.ctc_decode(
+        logits, tf.constant([2]), strategy="beam_search", beam_width=8, mask_index=0
+    )[0][0].numpy()[0]
     assert VOCAB.decode(greedy[greedy >= 0]) == "" and VOCAB.decode(beam[beam >= 0]) == "a"
 
 
@@ -78,7 +102,9 @@ def test_each_model_reduces_time_by_its_stride_and_computes_a_float32_ctc_loss(n
     assert logits.dtype == "float32" and logits.shape == (2, 20, 29) and model.time_reduction == 2
     labels = np.array([VOCAB.encode("hello") + [0, 0, 0], VOCAB.encode("good bye")], "int32")
     loss = model.compute_loss(inputs, labels, logits)
-    expected = keras.ops.ctc_loss(labels, logits, np.array([5, 8]), np.array([20, 14]), mask_index=0)
+    expected = keras.ops.ctc_loss(
+        labels, logits, np.array([5, 8]), np.array([20, 14]), mask_index=0
+    )
     np.testing.assert_allclose(float(loss), float(np.mean(expected)), rtol=1e-5)
 
 
@@ -88,8 +114,9 @@ def test_the_ctc_kernel_loss_and_gradient_equal_keras_ctc_loss():
     rng = np.random.default_rng(0)
     logits = tf.constant(rng.normal(size=(4, 30, 7)).astype("float32"))
     labels = np.zeros((4, 9), "int32")
-    for row, text in enumerate([[1, 2, 2, 3], [4, 4, 4, 5, 6, 1, 2, 3, 3], [6], [2, 5, 2, 5, 2]]):  # with repeats
-        labels[row, :len(text)] = text
+    # with repeats
+    for row, text in enumerate([[1, 2, 2, 3], [4, 4, 4, 5, 6, 1, 2, 3, 3], [6], [2, 5, 2, 5, 2]]):
+        labels[row, : len(text)] = text
     label_lengths, logit_lengths = (labels != 0).sum(axis=1), np.array([30, 25, 8, 17], "int32")
 
     def loss_and_gradient(loss_fn):
@@ -99,15 +126,21 @@ def test_the_ctc_kernel_loss_and_gradient_equal_keras_ctc_loss():
             total = tf.reduce_sum(losses)
         return losses.numpy(), tape.gradient(total, logits).numpy()
 
-    ours = loss_and_gradient(lambda: ctc_loss(tf.constant(labels), logits, tf.constant(logit_lengths)))
-    keras_ = loss_and_gradient(lambda: keras.ops.ctc_loss(labels, logits, label_lengths, logit_lengths, mask_index=0))
+    ours = loss_and_gradient(
+        lambda: ctc_loss(tf.constant(labels), logits, tf.constant(logit_lengths))
+    )
+    keras_ = loss_and_gradient(
+        lambda: keras.ops.ctc_loss(labels, logits, label_lengths, logit_lengths, mask_index=0)
+    )
     np.testing.assert_allclose(ours[0], keras_[0], rtol=1e-5)
     np.testing.assert_allclose(ours[1], keras_[1], atol=1e-5)
     assert np.all(ours[1][2, 8:] == 0), "no gradient beyond an utterance's frames"
 
     # a transcript longer than its frames: no error, loss 0 and no gradient for it, the others unchanged
     short = np.array([30, 3, 8, 17], "int32")
-    losses, gradient = loss_and_gradient(lambda: ctc_loss(tf.constant(labels), logits, tf.constant(short)))
+    losses, gradient = loss_and_gradient(
+        lambda: ctc_loss(tf.constant(labels), logits, tf.constant(short))
+    )
     assert losses[1] == 0 and not gradient[1].any()
     np.testing.assert_allclose(losses[[0, 2, 3]], ours[0][[0, 2, 3]], rtol=1e-6)
 
@@ -123,8 +156,15 @@ def test_mixed_bfloat16_keeps_float32_weights_and_logits(name):
 def test_jasper_residual_modes_and_bad_arguments():
     dense = TINY["jasper"](num_features=16)
     assert [b.num_residuals for b in dense.blocks] == [1, 2]
-    block = Jasper(prologue_channels=8, channels=[8, 8], kernels=[3, 3], dropouts=[0, 0], residual="block",
-                   epilogue_channels=[8, 8], num_features=16)
+    block = Jasper(
+        prologue_channels=8,
+        channels=[8, 8],
+        kernels=[3, 3],
+        dropouts=[0, 0],
+        residual="block",
+        epilogue_channels=[8, 8],
+        num_features=16,
+    )
     assert [b.num_residuals for b in block.blocks] == [1, 1]
     assert [b.num_residuals for b in TINY["wave2letter"](num_features=16).blocks] == [0, 0, 0]
     with pytest.raises(ValueError, match="one entry per block"):
@@ -163,7 +203,9 @@ def test_augmentation_changes_inputs_randomly_and_keeps_shapes():
     zero_columns = int(tf.reduce_sum(tf.cast(tf.reduce_all(masked == 0, axis=0), tf.int32)))
     zero_rows = int(tf.reduce_sum(tf.cast(tf.reduce_all(masked == 0, axis=1), tf.int32)))
     assert zero_columns <= 16 and zero_rows <= 20
-    draws = {tuple(np.flatnonzero(spec_augment(features, 2, 8, 0, 0).numpy()[0] == 0)) for _ in range(10)}
+    draws = {
+        tuple(np.flatnonzero(spec_augment(features, 2, 8, 0, 0).numpy()[0] == 0)) for _ in range(10)
+    }
     assert len(draws) > 1, "masks are random"
 
 
@@ -171,12 +213,18 @@ def test_unusable_utterances_are_skipped_counted_and_named(tmp_path, caplog):
     rate = 16000
     good = []
     for i in range(3):
-        write_wav(tmp_path / f"ok{i}.wav", np.sin(np.arange(rate) / (5 + i)).astype("float32") * 0.3, rate)
+        write_wav(
+            tmp_path / f"ok{i}.wav", np.sin(np.arange(rate) / (5 + i)).astype("float32") * 0.3, rate
+        )
         good.append(Utterance(tmp_path / f"ok{i}.wav", "hello there", i + 2))
     (tmp_path / "bad.wav").write_text("not audio")
     write_wav(tmp_path / "long.wav", np.ones(rate * 3, "float32") * 0.1, rate)
-    bad = [Utterance(tmp_path / "bad.wav", "hello", 10), Utterance(tmp_path / "ok0.wav", "naïve 42", 11),
-           Utterance(tmp_path / "long.wav", "too long", 12), Utterance(tmp_path / "ok1.wav", "  ", 13)]
+    bad = [
+        Utterance(tmp_path / "bad.wav", "hello", 10),
+        Utterance(tmp_path / "ok0.wav", "naïve 42", 11),
+        Utterance(tmp_path / "long.wav", "too long", 12),
+        Utterance(tmp_path / "ok1.wav", "  ", 13),
+    ]
     with caplog.at_level(logging.WARNING, logger="keras_s2s"):
         kept = usable_utterances(good + bad, VOCAB, max_duration=2.0)
     assert [u for u, _ in kept] == good
@@ -200,14 +248,24 @@ def test_a_tiny_jasper_learns_to_transcribe_what_it_hears(tmp_path):
     lengths = np.array([len(f) for f in feats], "int32")
     x = np.zeros((4, lengths.max(), 32), "float32")
     for row, f in enumerate(feats):
-        x[row, :len(f)] = f
+        x[row, : len(f)] = f
     labels = [VOCAB.encode(t) for t in texts]
     y = np.zeros((4, max(map(len, labels))), "int32")
     for row, ids in enumerate(labels):
-        y[row, :len(ids)] = ids
+        y[row, : len(ids)] = ids
     keras.utils.set_random_seed(0)
-    model = Jasper(num_features=32, prologue_channels=64, channels=[64, 64], kernels=[11, 11], dropouts=[0, 0],
-                   repeats=2, epilogue_channels=[96, 96], epilogue_kernel=11, vocabulary=VOCAB, extractor=extractor)
+    model = Jasper(
+        num_features=32,
+        prologue_channels=64,
+        channels=[64, 64],
+        kernels=[11, 11],
+        dropouts=[0, 0],
+        repeats=2,
+        epilogue_channels=[96, 96],
+        epilogue_kernel=11,
+        vocabulary=VOCAB,
+        extractor=extractor,
+    )
     model.compile(optimizer=keras.optimizers.Adam(3e-3))
     inputs = {"features": x, "feature_lengths": lengths}
     dataset = tf.data.Dataset.from_tensors((inputs, y)).repeat()
@@ -232,5 +290,8 @@ def test_padding_never_changes_an_utterances_output(name):
     keras.utils.set_random_seed(0)
     model = TINY[name](num_features=16)
     inputs = features_batch(frames=(40, 27))
-    short = {"features": inputs["features"][1:, :28], "feature_lengths": inputs["feature_lengths"][1:]}
+    short = {
+        "features": inputs["features"][1:, :28],
+        "feature_lengths": inputs["feature_lengths"][1:],
+    }
     np.testing.assert_allclose(model(inputs)[1, :14], model(short)[0, :14], atol=1e-4)

@@ -4,17 +4,18 @@ import json
 
 import numpy as np
 import pytest
+from tiny import TINY_GNMT, flags
 
 from keras_s2s.cli import main
 from keras_s2s.training.runner import load_model
 from keras_s2s.training.validation import BestCheckpoint
 
-TINY = ["--set", "units=16", "--set", "num_layers=2", "--set", "num_train=300", "--set", "num_valid=16",
-        "--set", "num_test=8", "--set", "vocab_size=300", "--set", "batch_size=16", "--set", "max_length=48",
-        "--set", "decode_max_length=20", "--precision", "float32", "--set", "steps_per_epoch=3"]
+TINY = TINY_GNMT + flags(steps_per_epoch=3)
 
 
-def test_every_epoch_is_scored_and_the_run_finishes_with_the_best_weights(tmp_path, capsys, monkeypatch):
+def test_every_epoch_is_scored_and_the_run_finishes_with_the_best_weights(
+    tmp_path, capsys, monkeypatch
+):
     from keras_s2s.training import validation
 
     made_up = iter([10.0, 30.0, 20.0])  # the dev BLEU of epochs 1-3: epoch 2 is the best
@@ -26,7 +27,10 @@ def test_every_epoch_is_scored_and_the_run_finishes_with_the_best_weights(tmp_pa
     out = tmp_path / "run"
     with monkeypatch.context() as patch:
         patch.setattr(validation, "score", fixed_bleu)
-        assert main(["train", "gnmt", "--data", "demo", "--epochs", "3", "--out", str(out), *TINY]) == 0
+        assert (
+            main(["train", "gnmt", "--data", "demo", "--epochs", "3", "--out", str(out), *TINY])
+            == 0
+        )
     state = json.loads((out / "checkpoints" / "best.json").read_text())
     assert state == {"metric": "bleu", "best_epoch": 2, "scores": {"1": 10.0, "2": 30.0, "3": 20.0}}
     history = json.loads((out / "history.json").read_text())
@@ -39,19 +43,54 @@ def test_every_epoch_is_scored_and_the_run_finishes_with_the_best_weights(tmp_pa
     assert metadata["metrics"]["best_epoch"] == 2 and metadata["training_steps"] == 9
 
     capsys.readouterr()
-    assert main(["average", "--model", str(out), "--best", "2", "--out", str(tmp_path / "avg")]) == 0
-    assert "averaged 2 checkpoints (epoch-002.weights.h5, epoch-003.weights.h5)" in capsys.readouterr().out
-    assert main(["average", "--model", str(out), "--best", "4", "--out", str(tmp_path / "avg4")]) == 2
+    assert (
+        main(["average", "--model", str(out), "--best", "2", "--out", str(tmp_path / "avg")]) == 0
+    )
+    assert (
+        "averaged 2 checkpoints (epoch-002.weights.h5, epoch-003.weights.h5)"
+        in capsys.readouterr().out
+    )
+    assert (
+        main(["average", "--model", str(out), "--best", "4", "--out", str(tmp_path / "avg4")]) == 2
+    )
 
 
 def test_real_validation_bleu_is_logged_and_training_stops_after_patience(tmp_path, capsys):
     out = tmp_path / "run"
-    frozen = ["--set", "training.learning_rate=0.0", "--set", "schedule=constant",  # no epoch can gain
-              "--set", "training.validation.metric=loss", "--set", "training.validation.patience=2"]
-    assert main(["train", "gnmt", "--data", "demo", "--epochs", "6", "--out", str(out), *TINY, *frozen]) == 0
+    frozen = [
+        "--set",
+        "training.learning_rate=0.0",
+        "--set",
+        "schedule=constant",  # no epoch can gain
+        "--set",
+        "training.validation.metric=loss",
+        "--set",
+        "training.validation.patience=2",
+    ]
+    assert (
+        main(
+            ["train", "gnmt", "--data", "demo", "--epochs", "6", "--out", str(out), *TINY, *frozen]
+        )
+        == 0
+    )
     history = json.loads((out / "history.json").read_text())
     assert len(history["loss"]) == 3, "epoch 1 is the best; two epochs without gain stop the run"
-    assert main(["train", "gnmt", "--data", "demo", "--epochs", "1", "--out", str(tmp_path / "bleu"), *TINY]) == 0
+    assert (
+        main(
+            [
+                "train",
+                "gnmt",
+                "--data",
+                "demo",
+                "--epochs",
+                "1",
+                "--out",
+                str(tmp_path / "bleu"),
+                *TINY,
+            ]
+        )
+        == 0
+    )
     history = json.loads((tmp_path / "bleu" / "history.json").read_text())
     assert 0 <= history["val_bleu"][0] <= 100 and "val_chrf" in history
 
@@ -78,12 +117,15 @@ def test_the_last_weights_stay_when_an_earlier_epoch_is_better_only_by_noise(tmp
         best = BestCheckpoint(tmp_path / str(scores), pairs=[("a", "a")], **settings)
         best.set_model(model)
         for epoch, value in enumerate(scores, start=1):
-            model.layers[0].kernel.assign([[float(epoch)], [0.0]])  # the weights say which epoch they are
+            # the weights say which epoch they are
+            model.layers[0].kernel.assign([[float(epoch)], [0.0]])
             monkeypatch.setattr(validation, "score", lambda h, r, v=value: {"bleu": v, "chrf": v})
             best.on_epoch_end(epoch - 1)
         return best.restore_best(model), int(model.layers[0].kernel.numpy()[0, 0]), best.best_epoch
 
-    assert finish([10.0, 20.3, 20.0]) == (3, 3, 2), "0.3 BLEU under the best: noise, the last weights stay"
+    assert finish([10.0, 20.3, 20.0]) == (3, 3, 2), (
+        "0.3 BLEU under the best: noise, the last weights stay"
+    )
     assert finish([10.0, 21.0, 20.0]) == (2, 2, 2), "1 BLEU under: the best epoch's weights"
     assert finish([10.0, 20.3, 20.0], min_delta=0.0) == (2, 2, 2)
     assert finish([10.0, 20.0, 30.0]) == (3, 3, 3)

@@ -28,7 +28,9 @@ def require_audio_extra(module: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        raise AudioError(f'speech needs {module}, from the audio extra: pip install "keras-s2s[audio]"') from None
+        raise AudioError(
+            f'speech needs {module}, from the audio extra: pip install "keras-s2s[audio]"'
+        ) from None
 
 
 def _soundfile():
@@ -41,7 +43,9 @@ def resample(samples: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
         return samples.astype(np.float32, copy=False)
     librosa = require_audio_extra("librosa")
 
-    return librosa.resample(samples.astype(np.float32), orig_sr=rate, target_sr=target_rate).astype(np.float32)
+    return librosa.resample(samples.astype(np.float32), orig_sr=rate, target_sr=target_rate).astype(
+        np.float32
+    )
 
 
 def read_audio(path: str | Path, sample_rate: int = 16000) -> np.ndarray:
@@ -64,4 +68,6 @@ def read_audio(path: str | Path, sample_rate: int = 16000) -> np.ndarray:
 
 def write_wav(path: str | Path, samples: np.ndarray, sample_rate: int) -> None:
     """Write float samples in [-1, 1] as a 16-bit PCM WAV file."""
-    _soundfile().write(str(path), np.clip(samples, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV")
+    _soundfile().write(
+        str(path), np.clip(samples, -1.0, 1.0), sample_rate, subtype="PCM_16", format="WAV"
+    )

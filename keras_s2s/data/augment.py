@@ -15,7 +15,14 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-AUGMENT_KEYS = ("speed", "noise_snr_db", "freq_masks", "freq_mask_width", "time_masks", "time_mask_width")
+AUGMENT_KEYS = (
+    "speed",
+    "noise_snr_db",
+    "freq_masks",
+    "freq_mask_width",
+    "time_masks",
+    "time_mask_width",
+)
 
 
 def perturb_speed(audio, low: float, high: float):
@@ -49,7 +56,9 @@ def _mask(length, count: int, width: int):
     return keep
 
 
-def spec_augment(features, freq_masks: int = 0, freq_width: int = 0, time_masks: int = 0, time_width: int = 0):
+def spec_augment(
+    features, freq_masks: int = 0, freq_width: int = 0, time_masks: int = 0, time_width: int = 0
+):
     """SpecAugment (Park et al. 2019) frequency and time masks on features [T, F] (masked to 0)."""
     frames, bins = tf.shape(features)[0], tf.shape(features)[1]
     if freq_masks and freq_width:
@@ -68,5 +77,10 @@ def augment_audio(audio, settings: dict):
 
 
 def augment_features(features, settings: dict):
-    return spec_augment(features, settings.get("freq_masks", 0), settings.get("freq_mask_width", 0),
-                        settings.get("time_masks", 0), settings.get("time_mask_width", 0))
+    return spec_augment(
+        features,
+        settings.get("freq_masks", 0),
+        settings.get("freq_mask_width", 0),
+        settings.get("time_masks", 0),
+        settings.get("time_mask_width", 0),
+    )

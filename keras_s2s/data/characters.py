@@ -47,12 +47,16 @@ class CharVocabulary:
         text = normalize_transcript(text)
         missing = self.unknown(text)
         if missing:
-            raise ValueError(f"{text!r} has characters outside the vocabulary: {''.join(sorted(missing))!r}")
+            raise ValueError(
+                f"{text!r} has characters outside the vocabulary: {''.join(sorted(missing))!r}"
+            )
         return [self._ids[c] for c in text]
 
     def decode(self, ids) -> str:
         """Text of ids (0 = blank and padding are dropped; no CTC collapsing here)."""
-        return "".join(self.characters[int(i) - 1] for i in ids if 0 < int(i) <= len(self.characters)).strip()
+        return "".join(
+            self.characters[int(i) - 1] for i in ids if 0 < int(i) <= len(self.characters)
+        ).strip()
 
     def get_config(self) -> dict:
         return {"characters": self.characters}
@@ -75,13 +79,19 @@ class SubwordVocabulary:
     def __init__(self, tokenizer):
         from keras_s2s.data.tokenizer import SubwordTokenizer
 
-        self.tokenizer = SubwordTokenizer.from_config(tokenizer) if isinstance(tokenizer, dict) else tokenizer
+        self.tokenizer = (
+            SubwordTokenizer.from_config(tokenizer) if isinstance(tokenizer, dict) else tokenizer
+        )
 
     @classmethod
     def train(cls, transcripts: list[str], vocab_size: int = 256):
         from keras_s2s.data.tokenizer import SubwordTokenizer
 
-        return cls(SubwordTokenizer.train([normalize_transcript(t) for t in transcripts], vocab_size=vocab_size))
+        return cls(
+            SubwordTokenizer.train(
+                [normalize_transcript(t) for t in transcripts], vocab_size=vocab_size
+            )
+        )
 
     @property
     def vocab_size(self) -> int:

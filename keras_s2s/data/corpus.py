@@ -14,7 +14,9 @@ import logging
 from pathlib import Path
 
 log = logging.getLogger("keras_s2s")
-MAX_ONE_SIDED_FRACTION = 0.01  # more pairs with one blank side than this means the files are misaligned
+MAX_ONE_SIDED_FRACTION = (
+    0.01  # more pairs with one blank side than this means the files are misaligned
+)
 
 
 class CorpusError(ValueError):
@@ -34,7 +36,7 @@ def read_lines(path: str | Path) -> list[str]:
         except UnicodeDecodeError as exc:
             raise CorpusError(
                 f"{path}, line {number}: bytes that are not UTF-8 at column {exc.start + 1} "
-                f"({raw[exc.start:exc.start + 4]!r})"
+                f"({raw[exc.start : exc.start + 4]!r})"
             ) from None
     if lines and lines[-1] == "":
         lines.pop()
@@ -54,9 +56,13 @@ def _drop_blank(rows: list[tuple[int, str, str]], name: str) -> tuple[list[str],
         share = len(one_sided) / len(rows)
         first = ", ".join(map(str, one_sided[:5]))
         if share > MAX_ONE_SIDED_FRACTION:
-            raise CorpusError(f"{name}: {len(one_sided)} of {len(rows)} lines ({share:.1%}) have text on one side "
-                              f"only (lines {first}...): are the two sides aligned?")
-        log.warning("%s: skipped %d pairs with an empty side (lines %s)", name, len(one_sided), first)
+            raise CorpusError(
+                f"{name}: {len(one_sided)} of {len(rows)} lines ({share:.1%}) have text on one side "
+                f"only (lines {first}...): are the two sides aligned?"
+            )
+        log.warning(
+            "%s: skipped %d pairs with an empty side (lines %s)", name, len(one_sided), first
+        )
     kept = [(s, t) for _, s, t in rows if s and t]
     _check_not_empty(kept, name)
     return [s for s, _ in kept], [t for _, t in kept]
@@ -89,5 +95,8 @@ def read_parallel(paths: list[str | Path]) -> tuple[list[str], list[str]]:
             f"{paths[0]} has {len(source_lines)} lines but {paths[1]} has {len(target_lines)}: "
             "aligned files need one sentence per line each"
         )
-    rows = [(n, s.strip(), t.strip()) for n, (s, t) in enumerate(zip(source_lines, target_lines), start=1)]
+    rows = [
+        (n, s.strip(), t.strip())
+        for n, (s, t) in enumerate(zip(source_lines, target_lines), start=1)
+    ]
     return _drop_blank(rows, f"{paths[0]} + {paths[1]}")

@@ -31,15 +31,64 @@ from dataclasses import dataclass
 # Words are built from syllables (onset + vowel) and a final coda. A target
 # stem is the source stem after regular sound changes (like cognates between
 # related languages), so the lexicon is large but learnable.
-ONSETS = {"b": "p", "d": "t", "f": "f", "g": "k", "k": "k", "l": "l", "m": "m", "n": "n", "p": "p", "r": "r",
-          "s": "s", "t": "t", "v": "w", "z": "z", "br": "pr", "st": "st", "pl": "pl", "gr": "kr", "tr": "tr",
-          "sh": "sh", "ch": "ch"}
+ONSETS = {
+    "b": "p",
+    "d": "t",
+    "f": "f",
+    "g": "k",
+    "k": "k",
+    "l": "l",
+    "m": "m",
+    "n": "n",
+    "p": "p",
+    "r": "r",
+    "s": "s",
+    "t": "t",
+    "v": "w",
+    "z": "z",
+    "br": "pr",
+    "st": "st",
+    "pl": "pl",
+    "gr": "kr",
+    "tr": "tr",
+    "sh": "sh",
+    "ch": "ch",
+}
 VOWELS = {"a": "a", "e": "e", "i": "i", "o": "o", "u": "u", "ee": "ii", "oo": "uu", "ai": "ai"}
 CODAS = {"": "", "n": "n", "r": "r", "t": "d", "l": "l", "m": "m", "k": "k"}
 SOURCE_FUNCTION_WORDS = {
-    "the", "a", "some", "two", "three", "i", "you", "he", "she", "we", "they", "me", "him", "her",
-    "us", "them", "will", "not", "does", "do", "did", "and", "but", "in", "on", "with", "near",
-    "under", "from", "to", "for", "behind",
+    "the",
+    "a",
+    "some",
+    "two",
+    "three",
+    "i",
+    "you",
+    "he",
+    "she",
+    "we",
+    "they",
+    "me",
+    "him",
+    "her",
+    "us",
+    "them",
+    "will",
+    "not",
+    "does",
+    "do",
+    "did",
+    "and",
+    "but",
+    "in",
+    "on",
+    "with",
+    "near",
+    "under",
+    "from",
+    "to",
+    "for",
+    "behind",
 }
 PERSONS = {"i": "1sg", "you": "2sg", "he": "3sg", "she": "3sg", "we": "1pl", "they": "3pl"}
 OBJECT_PRONOUNS = {"me": "mu", "you": "tu", "him": "su", "her": "sa", "us": "nu", "them": "ru"}
@@ -51,14 +100,25 @@ DEFINITE = ("ul", "ika")
 INDEFINITE = ("ko", "ka")
 ADJECTIVE_ENDINGS = {(0, False): "o", (0, True): "oi", (1, False): "a", (1, True): "ai"}
 QUANTIFIERS = {"some": "tasi", "two": "ni", "three": "san"}
-POSTPOSITIONS = {"in": "de", "on": "pa", "with": "gi", "near": "ho", "under": "lo", "from": "ze",
-                 "to": "vi", "for": "fa", "behind": "di"}
+POSTPOSITIONS = {
+    "in": "de",
+    "on": "pa",
+    "with": "gi",
+    "near": "ho",
+    "under": "lo",
+    "from": "ze",
+    "to": "vi",
+    "for": "fa",
+    "behind": "di",
+}
 CONJUNCTIONS = {"and": "ke", "but": "demo"}
 LIGHT_VERB = "dai"
 NEGATION = "na"
 
 
-def _make_words(rng: random.Random, count: int, taken: set, taken_target: set) -> list[tuple[str, str]]:
+def _make_words(
+    rng: random.Random, count: int, taken: set, taken_target: set
+) -> list[tuple[str, str]]:
     """`count` new (source, target) word pairs related by the sound changes above."""
     pairs = []
     onsets, vowels, codas = sorted(ONSETS), sorted(VOWELS), sorted(CODAS)
@@ -67,7 +127,12 @@ def _make_words(rng: random.Random, count: int, taken: set, taken_target: set) -
         coda = rng.choice(codas)
         source = "".join(o + v for o, v in parts) + coda
         target = "".join(ONSETS[o] + VOWELS[v] for o, v in parts) + CODAS[coda]
-        if len(source) >= 3 and not source.endswith("s") and source not in taken and target not in taken_target:
+        if (
+            len(source) >= 3
+            and not source.endswith("s")
+            and source not in taken
+            and target not in taken_target
+        ):
             taken.add(source)
             taken_target.add(target)
             pairs.append((source, target))
@@ -113,10 +178,14 @@ class DemoCorpus:
         num_nouns, num_verbs, num_adjectives, num_adverbs: int. Lexicon sizes.
     """
 
-    def __init__(self, seed: int = 0, num_nouns=300, num_verbs=150, num_adjectives=100, num_adverbs=30):
+    def __init__(
+        self, seed: int = 0, num_nouns=300, num_verbs=150, num_adjectives=100, num_adverbs=30
+    ):
         rng = random.Random(seed)
         taken_src = set(SOURCE_FUNCTION_WORDS)
-        taken_tgt = set(OBJECT_PRONOUNS.values()) | set(POSTPOSITIONS.values()) | set(CONJUNCTIONS.values())
+        taken_tgt = (
+            set(OBJECT_PRONOUNS.values()) | set(POSTPOSITIONS.values()) | set(CONJUNCTIONS.values())
+        )
         taken_tgt |= set(INDEFINITE) | set(QUANTIFIERS.values()) | {LIGHT_VERB, NEGATION, "ge"}
 
         def pair(count):
@@ -125,8 +194,12 @@ class DemoCorpus:
         self.nouns = [Noun(s, t, rng.randint(0, 1)) for s, t in pair(num_nouns)]
         self.verbs = [Verb(s, t, rng.random() < 0.2) for s, t in pair(num_verbs)]
         self.adjectives = pair(num_adjectives)
-        self.adverbs = [Adverb(s + "ly", ["ge", t] if rng.random() < 0.3 else [t]) for s, t in pair(num_adverbs)]
-        self._draw = {name: _Zipf(getattr(self, name)) for name in ("nouns", "verbs", "adjectives", "adverbs")}
+        self.adverbs = [
+            Adverb(s + "ly", ["ge", t] if rng.random() < 0.3 else [t]) for s, t in pair(num_adverbs)
+        ]
+        self._draw = {
+            name: _Zipf(getattr(self, name)) for name in ("nouns", "verbs", "adjectives", "adverbs")
+        }
 
     @property
     def source_vocabulary(self) -> set[str]:
@@ -142,14 +215,24 @@ class DemoCorpus:
     # --- phrases: each returns (source words, target words) -------------------------------
 
     def _noun_phrase(self, rng: random.Random) -> tuple[list[str], list[str], str]:
-        noun = self._draw['nouns'].draw(rng)
+        noun = self._draw["nouns"].draw(rng)
         det = rng.choice(["the", "the", "a", "some", "two", "three", None])
         plural = det in ("some", "two", "three") or (det in ("the", None) and rng.random() < 0.4)
         if det is None:
             plural = True
-        adjectives = [self._draw['adjectives'].draw(rng) for _ in range(rng.choice([0, 0, 1, 1, 2]))]
-        source = ([det] if det else []) + [s for s, _ in adjectives] + [noun.source + ("s" if plural else "")]
-        head = noun.target + (PLURAL[noun.gender] if plural else "") + (DEFINITE[noun.gender] if det == "the" else "")
+        adjectives = [
+            self._draw["adjectives"].draw(rng) for _ in range(rng.choice([0, 0, 1, 1, 2]))
+        ]
+        source = (
+            ([det] if det else [])
+            + [s for s, _ in adjectives]
+            + [noun.source + ("s" if plural else "")]
+        )
+        head = (
+            noun.target
+            + (PLURAL[noun.gender] if plural else "")
+            + (DEFINITE[noun.gender] if det == "the" else "")
+        )
         target = ([INDEFINITE[noun.gender]] if det == "a" else []) + [head]
         target += [t + ADJECTIVE_ENDINGS[(noun.gender, plural)] for _, t in adjectives]
         if det in QUANTIFIERS:
@@ -157,7 +240,7 @@ class DemoCorpus:
         return source, target, "3pl" if plural else "3sg"
 
     def _verb_phrase(self, rng: random.Random, person: str) -> tuple[list[str], list[str]]:
-        verb = self._draw['verbs'].draw(rng)
+        verb = self._draw["verbs"].draw(rng)
         tense = rng.choice(list(TENSES))
         negated = rng.random() < 0.25
         if tense == "future":
@@ -191,7 +274,7 @@ class DemoCorpus:
                 obj_src, obj_tgt, _ = self._noun_phrase(rng)
         adv_src, adv_tgt = [], []
         if rng.random() < 0.3:
-            adverb = self._draw['adverbs'].draw(rng)
+            adverb = self._draw["adverbs"].draw(rng)
             adv_src, adv_tgt = [adverb.source], list(adverb.target)
         pp_src, pp_tgt = [], []
         for _ in range(rng.choice([0, 0, 1, 1, 2])):
@@ -203,14 +286,19 @@ class DemoCorpus:
         target = subj_tgt + obj_tgt + pp_tgt + adv_tgt + verb_tgt
         return source, target
 
-    def sample_pair(self, rng: random.Random, min_words: int = 3, max_words: int = 30) -> tuple[str, str]:
+    def sample_pair(
+        self, rng: random.Random, min_words: int = 3, max_words: int = 30
+    ) -> tuple[str, str]:
         """One sentence pair with `min_words`..`max_words` source words."""
         while True:
             source, target = self._clause(rng)
             if rng.random() < 0.25:
                 conj = rng.choice(list(CONJUNCTIONS))
                 more_src, more_tgt = self._clause(rng)
-                source, target = source + [conj] + more_src, target + [CONJUNCTIONS[conj]] + more_tgt
+                source, target = (
+                    source + [conj] + more_src,
+                    target + [CONJUNCTIONS[conj]] + more_tgt,
+                )
             if min_words <= len(source) <= max_words:
                 return " ".join(source), " ".join(target)
 
@@ -233,7 +321,15 @@ class DemoCorpus:
 
     def word_dictionary(self) -> dict[str, str]:
         """The best single-word translation of each source word form ('' = drop)."""
-        table = {"the": "", "a": INDEFINITE[0], "will": "", "not": NEGATION, "does": "", "do": "", "did": ""}
+        table = {
+            "the": "",
+            "a": INDEFINITE[0],
+            "will": "",
+            "not": NEGATION,
+            "does": "",
+            "do": "",
+            "did": "",
+        }
         table.update(QUANTIFIERS)
         table.update(POSTPOSITIONS)
         table.update(CONJUNCTIONS)

@@ -17,7 +17,9 @@ import numpy as np
 
 AUDIO_OUTPUT_SYNCHRONOUS = 2
 RATE, VOLUME, PITCH = 1, 2, 3
-_CALLBACK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p)
+_CALLBACK = ctypes.CFUNCTYPE(
+    ctypes.c_int, ctypes.POINTER(ctypes.c_short), ctypes.c_int, ctypes.c_void_p
+)
 
 
 class SpeechSynthesisError(ValueError):
@@ -29,11 +31,14 @@ class _Espeak:
         try:
             import espeakng_loader
         except ImportError:
-            raise SpeechSynthesisError('speech synthesis needs eSpeak NG: pip install "keras-s2s[audio]" '
-                                       "(it brings espeakng-loader)") from None
+            raise SpeechSynthesisError(
+                'speech synthesis needs eSpeak NG: pip install "keras-s2s[audio]" '
+                "(it brings espeakng-loader)"
+            ) from None
         self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
-        self.sample_rate = self.lib.espeak_Initialize(AUDIO_OUTPUT_SYNCHRONOUS, 0,
-                                                      espeakng_loader.get_data_path().encode(), 0)
+        self.sample_rate = self.lib.espeak_Initialize(
+            AUDIO_OUTPUT_SYNCHRONOUS, 0, espeakng_loader.get_data_path().encode(), 0
+        )
         if self.sample_rate <= 0:
             raise SpeechSynthesisError(f"eSpeak NG failed to initialize (code {self.sample_rate})")
         self.chunks: list[np.ndarray] = []

@@ -24,6 +24,9 @@ from __future__ import annotations
 
 import math
 import random
+
+from keras_s2s.data.padding import round_up
+
 VOCAB_SIZES = (2000, 4000, 8000, 16000, 32000)
 WORDS_PER_PIECE = 1000
 KEEP = 0.995  # of the sampled pairs: the rest of the 1% allowed is room for the sample's error
@@ -40,19 +43,23 @@ def fitted_vocab_size(pairs: list[tuple[str, str]]) -> tuple[int, str]:
     words = sum(len(source.split()) + len(target.split()) for source, target in pairs)
     wanted = max(words / WORDS_PER_PIECE, 1.0)
     size = min(VOCAB_SIZES, key=lambda candidate: abs(math.log(candidate / wanted)))
-    return size, f"{words:,} running words: one piece per {WORDS_PER_PIECE:,} words, to the nearest of " \
-                 f"{', '.join(f'{v:,}' for v in VOCAB_SIZES)}"
+    return (
+        size,
+        f"{words:,} running words: one piece per {WORDS_PER_PIECE:,} words, to the nearest of "
+        f"{', '.join(f'{v:,}' for v in VOCAB_SIZES)}",
+    )
 
 
-def fitted_max_length(pairs: list[tuple[str, str]], tokenizer, limit: int | None = None,
-                      seed: int = 0) -> tuple[int, str]:
+def fitted_max_length(
+    pairs: list[tuple[str, str]], tokenizer, limit: int | None = None, seed: int = 0
+) -> tuple[int, str]:
     """The `max_length` that keeps 99.5% of (a sample of) these pairs, and why; at most `limit`."""
     sample = pairs if len(pairs) <= SAMPLE else random.Random(seed).sample(pairs, SAMPLE)
     sources = tokenizer.source.tokenize([source for source, _ in sample])
     targets = tokenizer.target.tokenize([target for _, target in sample])
     longest = sorted(max(len(s), len(t)) + 1 for s, t in zip(sources, targets))  # + the end token
     length = longest[min(len(longest) - 1, math.ceil(KEEP * len(longest)) - 1)]
-    fitted = -(-length // 8) * 8
+    fitted = round_up(length)
     reason = f"keeps {100 * KEEP:g}% of {len(sample):,} sampled training pairs ({length} subwords, rounded up to 8)"
     if limit is not None and fitted > limit:
         return limit, reason + f", capped at the model's {limit} positions"

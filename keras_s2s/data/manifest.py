@@ -39,8 +39,10 @@ def _column(header: list[str], names: tuple, manifest: Path, what: str) -> int:
     for name in names:
         if name in lowered:
             return lowered.index(name)
-    raise CorpusError(f"{manifest}, line 1: no {what} column; the header has {', '.join(header)}, expected one "
-                      f"of {', '.join(names)}")
+    raise CorpusError(
+        f"{manifest}, line 1: no {what} column; the header has {', '.join(header)}, expected one "
+        f"of {', '.join(names)}"
+    )
 
 
 def read_manifest(path: str | Path, check_files: bool = True) -> list[Utterance]:
@@ -58,7 +60,9 @@ def read_manifest(path: str | Path, check_files: bool = True) -> list[Utterance]
         if not row or not any(cell.strip() for cell in row):
             continue
         if len(row) <= max(audio_col, text_col):
-            raise CorpusError(f"{path}, line {number}: expected {len(rows[0])} fields, got {len(row)}")
+            raise CorpusError(
+                f"{path}, line {number}: expected {len(rows[0])} fields, got {len(row)}"
+            )
         audio = Path(row[audio_col].strip())
         audio = audio if audio.is_absolute() else path.parent / audio
         if check_files and not audio.is_file():
@@ -80,8 +84,14 @@ def read_librispeech(directory: str | Path) -> list[Utterance]:
             if not line.strip():
                 continue
             key, _, text = line.partition(" ")
-            audio = next((transcripts.parent / f"{key}{ext}" for ext in (".flac", ".wav")
-                          if (transcripts.parent / f"{key}{ext}").is_file()), None)
+            audio = next(
+                (
+                    transcripts.parent / f"{key}{ext}"
+                    for ext in (".flac", ".wav")
+                    if (transcripts.parent / f"{key}{ext}").is_file()
+                ),
+                None,
+            )
             if audio is None:
                 missing.append(f"{transcripts}, line {number}: {key}.flac")
                 continue
@@ -103,7 +113,9 @@ def read_ljspeech(directory: str | Path) -> list[Utterance]:
             continue
         fields = line.split("|")
         if len(fields) < 2:
-            raise CorpusError(f"{metadata}, line {number}: expected ID|text|normalized text, got {line[:60]!r}")
+            raise CorpusError(
+                f"{metadata}, line {number}: expected ID|text|normalized text, got {line[:60]!r}"
+            )
         audio = directory / "wavs" / f"{fields[0].strip()}.wav"
         if not audio.is_file():
             missing.append(f"line {number}: {audio}")
@@ -118,7 +130,9 @@ def read_ljspeech(directory: str | Path) -> list[Utterance]:
 def _check_found(where: Path, missing: list[str]) -> None:
     """Raise one error naming the first few audio files that are not there."""
     if missing:
-        shown = "; ".join(missing[:3]) + (f"; and {len(missing) - 3} more" if len(missing) > 3 else "")
+        shown = "; ".join(missing[:3]) + (
+            f"; and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
         raise CorpusError(f"{where}: {len(missing)} audio file(s) not found ({shown})")
 
 

@@ -36,7 +36,8 @@ class ParallelData:
     valid_pairs: list
     test_pairs: list
     demo: DemoCorpus | None = None
-    fitted: dict = dataclasses.field(default_factory=dict)  # setting -> (value, reason), see data/fitting.py
+    # setting -> (value, reason), see data/fitting.py
+    fitted: dict = dataclasses.field(default_factory=dict)
 
     @property
     def test_sources(self) -> list[str]:
@@ -54,12 +55,18 @@ def split_pairs(pairs: list, num_valid: int, num_test: int, seed: int):
     num_valid = min(num_valid, len(pairs) // 10)
     num_test = min(num_test, len(pairs) // 10)
     test = pairs[:num_test]
-    valid = pairs[num_test:num_test + num_valid]
-    return pairs[num_test + num_valid:], valid, test
+    valid = pairs[num_test : num_test + num_valid]
+    return pairs[num_test + num_valid :], valid, test
 
 
-def read_splits(source: str | list[str], num_train: int = 50000, num_valid: int = 500, num_test: int = 500,
-                seed: int = 0, direction: str | None = None):
+def read_splits(
+    source: str | list[str],
+    num_train: int = 50000,
+    num_valid: int = 500,
+    num_test: int = 500,
+    seed: int = 0,
+    direction: str | None = None,
+):
     """Raw (source, target) pairs of the train/valid/test splits and the demo corpus (or None).
 
     `source`: `demo`, a TSV, two aligned files ("a.src,a.tgt" or a list), a
@@ -77,8 +84,9 @@ def read_splits(source: str | list[str], num_train: int = 50000, num_valid: int 
         paths = source.split(",") if isinstance(source, str) else list(source)
         train, valid, test = list(zip(*read_parallel([Path(p) for p in paths]))), [], []
     if not valid or not test:  # cut the missing held-out splits from the training data
-        train, cut_valid, cut_test = split_pairs(train, num_valid if not valid else 0,
-                                                 num_test if not test else 0, seed)
+        train, cut_valid, cut_test = split_pairs(
+            train, num_valid if not valid else 0, num_test if not test else 0, seed
+        )
         valid, test = valid or cut_valid, test or cut_test
     else:
         train = list(train)
@@ -139,33 +147,71 @@ def load_parallel_data(
     """
     unknown = sorted(set(fit_to_corpus) - set(FITTABLE))
     if unknown:
-        raise ValueError(f"data.fit_to_corpus: cannot fit {', '.join(unknown)}; it may name "
-                         f"{', '.join(FITTABLE)}")
+        raise ValueError(
+            f"data.fit_to_corpus: cannot fit {', '.join(unknown)}; it may name "
+            f"{', '.join(FITTABLE)}"
+        )
     fit = settings_to_fit(source, fit_to_corpus)
     if "num_train" in fit:
         num_train = 0
     train, valid, test, demo = read_splits(source, num_train, num_valid, num_test, seed, direction)
     fitted = {"num_train": (0, f"all {len(train):,} training pairs")} if "num_train" in fit else {}
-    if "vocab_size" in fit and tokenizer is not None:  # a resumed run: its tokenizer was fitted before
+    # a resumed run: its tokenizer was fitted before
+    if "vocab_size" in fit and tokenizer is not None:
         fitted["vocab_size"] = (tokenizer.vocab_size, "the run's tokenizer")
     elif "vocab_size" in fit and tokenization == "sentencepiece":
         vocab_size, reason = fitted_vocab_size(train)
         fitted["vocab_size"] = (vocab_size, reason)
     if tokenizer is None:
-        tokenizer = train_tokenizer(tokenization, [s for s, _ in train], [t for _, t in train], vocab_size,
-                                    shared=shared_vocabulary, source_vocab_size=source_vocab_size)
-        sizes = (f"{tokenizer.vocab_size}-entry joint" if shared_vocabulary else
-                 f"{tokenizer.source_vocab_size}-entry source and {tokenizer.vocab_size}-entry target")
-        sample = (f" (learned from a sample of {TRAINING_SENTENCES:,} sentences)"
-                  if tokenization == "sentencepiece" and len(train) * (1 + shared_vocabulary) > TRAINING_SENTENCES
-                  else "")
-        log.info("built a %s %s vocabulary on %d sentence pairs%s", sizes, tokenization, len(train), sample)
+        tokenizer = train_tokenizer(
+            tokenization,
+            [s for s, _ in train],
+            [t for _, t in train],
+            vocab_size,
+            shared=shared_vocabulary,
+            source_vocab_size=source_vocab_size,
+        )
+        sizes = (
+            f"{tokenizer.vocab_size}-entry joint"
+            if shared_vocabulary
+            else f"{tokenizer.source_vocab_size}-entry source and {tokenizer.vocab_size}-entry target"
+        )
+        sample = (
+            f" (learned from a sample of {TRAINING_SENTENCES:,} sentences)"
+            if tokenization == "sentencepiece"
+            and len(train) * (1 + shared_vocabulary) > TRAINING_SENTENCES
+            else ""
+        )
+        log.info(
+            "built a %s %s vocabulary on %d sentence pairs%s",
+            sizes,
+            tokenization,
+            len(train),
+            sample,
+        )
     if "max_length" in fit:
         max_length, reason = fitted_max_length(train, tokenizer, limit=length_limit, seed=seed)
         fitted["max_length"] = (max_length, reason)
-    common = dict(tokenizer=tokenizer, batch_size=batch_size, max_length=max_length,
-                  bucket_width=bucket_width, pad_to_multiple=pad_to_multiple, batch_tokens=batch_tokens)
-    train_ds = make_dataset([s for s, _ in train], [t for _, t in train], shuffle=True, repeat=repeat,
-                            drop_remainder=drop_remainder, seed=seed, **common)
-    valid_ds = make_dataset([s for s, _ in valid], [t for _, t in valid], shuffle=False, **common) if valid else None
+    common = dict(
+        tokenizer=tokenizer,
+        batch_size=batch_size,
+        max_length=max_length,
+        bucket_width=bucket_width,
+        pad_to_multiple=pad_to_multiple,
+        batch_tokens=batch_tokens,
+    )
+    train_ds = make_dataset(
+        [s for s, _ in train],
+        [t for _, t in train],
+        shuffle=True,
+        repeat=repeat,
+        drop_remainder=drop_remainder,
+        seed=seed,
+        **common,
+    )
+    valid_ds = (
+        make_dataset([s for s, _ in valid], [t for _, t in valid], shuffle=False, **common)
+        if valid
+        else None
+    )
     return ParallelData(tokenizer, train_ds, valid_ds, train, valid, test, demo, fitted)

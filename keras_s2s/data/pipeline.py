@@ -16,6 +16,7 @@ import logging
 import numpy as np
 import tensorflow as tf
 
+from keras_s2s.data.padding import pad_time_to_multiple, round_up
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID
 
 log = logging.getLogger("keras_s2s")
@@ -26,33 +27,44 @@ def _ragged(rows: list[list[int]]) -> tf.RaggedTensor:
     return tf.RaggedTensor.from_row_lengths(flat, np.array([len(r) for r in rows], dtype=np.int64))
 
 
-def _pad_to_multiple(tensor, multiple: int):
-    length = tf.shape(tensor)[1]
-    padded = (length + multiple - 1) // multiple * multiple
-    return tf.pad(tensor, [[0, 0], [0, padded - length]])
-
-
 def encode_pairs(sources, targets, tokenizer, max_length: int):
     """Token ids (source + EOS, BOS + target, target + EOS) of pairs that fit `max_length`."""
     src_ids = tokenizer.source.tokenize(sources)
     tgt_ids = tokenizer.target.tokenize(targets)
-    kept = [(s + [EOS_ID], t) for s, t in zip(src_ids, tgt_ids) if len(s) < max_length and len(t) < max_length]
+    kept = [
+        (s + [EOS_ID], t)
+        for s, t in zip(src_ids, tgt_ids)
+        if len(s) < max_length and len(t) < max_length
+    ]
     dropped = len(src_ids) - len(kept)
-    if dropped and dropped > 0.01 * len(src_ids):  # more than 1%: said loudly, with the length that would fit
+    # more than 1%: said loudly, with the length that would fit
+    if dropped and dropped > 0.01 * len(src_ids):
         longest = sorted(max(len(s), len(t)) for s, t in zip(src_ids, tgt_ids))
-        fits = -(-(longest[min(len(longest) - 1, int(0.99 * len(longest)))] + 1) // 8) * 8
-        log.warning("dropped %d of %d sentence pairs longer than %d tokens (%.1f%%, more than 1%%): "
-                    "--set max_length=%d keeps 99%% of them", dropped, len(src_ids), max_length,
-                    100 * dropped / len(src_ids), fits)
+        fits = round_up(longest[min(len(longest) - 1, int(0.99 * len(longest)))] + 1)
+        log.warning(
+            "dropped %d of %d sentence pairs longer than %d tokens (%.1f%%, more than 1%%): "
+            "--set max_length=%d keeps 99%% of them",
+            dropped,
+            len(src_ids),
+            max_length,
+            100 * dropped / len(src_ids),
+            fits,
+        )
     elif dropped:
-        log.info("dropped %d of %d sentence pairs longer than %d tokens", dropped, len(src_ids), max_length)
+        log.info(
+            "dropped %d of %d sentence pairs longer than %d tokens",
+            dropped,
+            len(src_ids),
+            max_length,
+        )
     if not kept:
         raise ValueError(f"no sentence pair is shorter than max_length={max_length} tokens")
     return kept
 
 
-def bucket_batch_sizes(boundaries: list[int], batch_size: int, batch_tokens: int | None = None,
-                       max_length: int = 64) -> list[int]:
+def bucket_batch_sizes(
+    boundaries: list[int], batch_size: int, batch_tokens: int | None = None, max_length: int = 64
+) -> list[int]:
     """Sentences per batch for each length bucket (one more bucket than boundaries)."""
     if not batch_tokens:
         return [batch_size] * (len(boundaries) + 1)
@@ -114,8 +126,11 @@ def make_dataset(
 
     def to_model_inputs(s, ti, to):
         if pad_to_multiple > 1:
-            s = _pad_to_multiple(s, pad_to_multiple)
-            ti, to = _pad_to_multiple(ti, pad_to_multiple), _pad_to_multiple(to, pad_to_multiple)
+            s = pad_time_to_multiple(s, pad_to_multiple)
+            ti, to = (
+                pad_time_to_multiple(ti, pad_to_multiple),
+                pad_time_to_multiple(to, pad_to_multiple),
+            )
         return {"source": s, "target_in": ti}, to
 
     return ds.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)

@@ -31,7 +31,9 @@ def _languages(direction: str | None, where: str) -> tuple[str, str] | None:
         return None
     parts = direction.split("-")
     if len(parts) != 2 or not all(parts):
-        raise CorpusError(f"{where}: direction must look like 'en-de' (source-target), got {direction!r}")
+        raise CorpusError(
+            f"{where}: direction must look like 'en-de' (source-target), got {direction!r}"
+        )
     return parts[0], parts[1]
 
 
@@ -46,9 +48,11 @@ def _split_files(directory: Path, name: str, languages) -> list[Path] | None:
             continue
         if languages is None:
             suffixes = ", ".join(p.suffix[1:] for p in sides)
-            raise CorpusError(f"{directory}: split '{stem}' has files for {suffixes}; say which side is the "
-                              f"source with data.direction (e.g. --set direction={sides[0].suffix[1:]}-"
-                              f"{sides[-1].suffix[1:]})")
+            raise CorpusError(
+                f"{directory}: split '{stem}' has files for {suffixes}; say which side is the "
+                f"source with data.direction (e.g. --set direction={sides[0].suffix[1:]}-"
+                f"{sides[-1].suffix[1:]})"
+            )
         files = [directory / f"{stem}.{lang}" for lang in languages]
         missing = [str(p) for p in files if not p.is_file()]
         if missing:
@@ -70,22 +74,27 @@ def read_split_dir(directory: str | Path, direction: str | None = None):
         files = _split_files(directory, name, languages)
         if files is None:
             if name == "train":
-                raise CorpusError(f"{directory}: no training split; expected train.tsv, or train.SRC and "
-                                  "train.TGT (with valid/dev and test splits beside them)")
+                raise CorpusError(
+                    f"{directory}: no training split; expected train.tsv, or train.SRC and "
+                    "train.TGT (with valid/dev and test splits beside them)"
+                )
             splits[name] = []
             continue
         splits[name] = list(zip(*read_parallel(files)))
     return splits["train"], splits["valid"], splits["test"]
 
 
-def read_tfds(source: str, direction: str | None = None, data_dir: str | None = None, download: bool = True):
+def read_tfds(
+    source: str, direction: str | None = None, data_dir: str | None = None, download: bool = True
+):
     """(train, valid, test) pairs of a TensorFlow Datasets translation set `tfds:NAME[/CONFIG]`."""
     try:
         import tensorflow_datasets as tfds
     except ImportError:
-        raise CorpusError(f"{source}: TensorFlow Datasets is not installed; "
-                          'pip install "keras-s2s[tfds]"') from None
-    name = source[len("tfds:"):]
+        raise CorpusError(
+            f'{source}: TensorFlow Datasets is not installed; pip install "keras-s2s[tfds]"'
+        ) from None
+    name = source[len("tfds:") :]
     dataset_name = name.split("/")[0].split(":")[0]
     known = tfds.list_builders()
     if dataset_name not in known:
@@ -99,15 +108,21 @@ def read_tfds(source: str, direction: str | None = None, data_dir: str | None = 
     keys = builder.info.supervised_keys
     languages = _languages(direction, source) or (tuple(keys) if keys else None)
     if languages is None:
-        raise CorpusError(f"{source}: the dataset has no supervised keys; set data.direction, e.g. en-de")
+        raise CorpusError(
+            f"{source}: the dataset has no supervised keys; set data.direction, e.g. en-de"
+        )
     available = list(builder.info.splits.keys()) or None
     if download:
         try:
             builder.download_and_prepare()
-        except Exception as exc:  # network, disk or checksum problems, reported by TFDS in its own types
-            raise CorpusError(f"{source}: could not download or prepare the dataset ({type(exc).__name__}: "
-                              f"{str(exc)[:300]}); prepare it once with network access, or set "
-                              "TFDS_DATA_DIR to where it is") from None
+        except (
+            Exception
+        ) as exc:  # network, disk or checksum problems, reported by TFDS in its own types
+            raise CorpusError(
+                f"{source}: could not download or prepare the dataset ({type(exc).__name__}: "
+                f"{str(exc)[:300]}); prepare it once with network access, or set "
+                "TFDS_DATA_DIR to where it is"
+            ) from None
     splits = {}
     for name, candidates in TFDS_SPLITS.items():
         split = next((c for c in candidates if available is None or c in available), None)
@@ -115,8 +130,10 @@ def read_tfds(source: str, direction: str | None = None, data_dir: str | None = 
             splits[name] = []
             continue
         rows = tfds.as_numpy(builder.as_dataset(split=split))
-        splits[name] = [(row[languages[0]].decode("utf-8").strip(), row[languages[1]].decode("utf-8").strip())
-                        for row in rows]
+        splits[name] = [
+            (row[languages[0]].decode("utf-8").strip(), row[languages[1]].decode("utf-8").strip())
+            for row in rows
+        ]
         splits[name] = [(s, t) for s, t in splits[name] if s and t]
     if not splits["train"]:
         raise CorpusError(f"{source}: the training split is empty")

@@ -34,12 +34,26 @@ from keras_s2s.data.augment import AUGMENT_KEYS, augment_audio, augment_features
 from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
+from keras_s2s.data.padding import pad_time_to_multiple
 from keras_s2s.data.speech_features import FeatureExtractor
 
 log = logging.getLogger("keras_s2s")
-SPEECH_DATA_KEYS = ("source", "features", "characters", "vocabulary", "vocab_size", "batch_size", "num_train",
-                    "num_valid", "num_test", "seed", "min_duration", "max_duration",
-                    "augment")  # the card's data keys that load_speech_data takes
+# the card's data keys that load_speech_data takes
+SPEECH_DATA_KEYS = (
+    "source",
+    "features",
+    "characters",
+    "vocabulary",
+    "vocab_size",
+    "batch_size",
+    "num_train",
+    "num_valid",
+    "num_test",
+    "seed",
+    "min_duration",
+    "max_duration",
+    "augment",
+)
 
 
 @dataclasses.dataclass
@@ -55,6 +69,29 @@ class SpeechData:
     valid_utterances: list
     test_utterances: list
 
+    @classmethod
+    def from_splits(cls, kind: str, extractor, vocabulary, train, valid, train_ok, valid_ok, test):
+        """Log the split sizes and training hours (`kind`: "speech", "synthesis") and gather them;
+        `train_ok` and `valid_ok` are (utterance, seconds) pairs."""
+        hours = sum(seconds for _, seconds in train_ok) / 3600
+        log.info(
+            "%s data: %d train / %d valid / %d test utterances, %.2f h of training audio",
+            kind,
+            len(train_ok),
+            len(valid_ok),
+            len(test),
+            hours,
+        )
+        return cls(
+            extractor,
+            vocabulary,
+            train,
+            valid,
+            [u for u, _ in train_ok],
+            [u for u, _ in valid_ok],
+            test,
+        )
+
 
 def _manifest_in(directory: Path, names: tuple) -> Path | None:
     for name in names:
@@ -64,8 +101,9 @@ def _manifest_in(directory: Path, names: tuple) -> Path | None:
     return None
 
 
-def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, num_test: int = 300,
-                       seed: int = 0) -> tuple[list, list, list]:
+def read_speech_splits(
+    source: str, num_train: int = 0, num_valid: int = 200, num_test: int = 300, seed: int = 0
+) -> tuple[list, list, list]:
     """Train/valid/test utterance lists of a speech source."""
     if source in ("demo-speech", "demo-tts"):
         from keras_s2s.data.speech_demo import DemoSpeech, DemoTTS
@@ -79,9 +117,13 @@ def read_speech_splits(source: str, num_train: int = 0, num_valid: int = 200, nu
     if path.is_dir():
         train_file = _manifest_in(path, ("train",))
         if train_file is None and next(path.rglob("*.trans.txt"), None) is not None:
-            return _cut_held_out(read_librispeech(path), [], [], num_train, num_valid, num_test, seed)
+            return _cut_held_out(
+                read_librispeech(path), [], [], num_train, num_valid, num_test, seed
+            )
         if train_file is None:
-            raise CorpusError(f"{path}: no train.csv or train.tsv manifest, and no LibriSpeech *.trans.txt files")
+            raise CorpusError(
+                f"{path}: no train.csv or train.tsv manifest, and no LibriSpeech *.trans.txt files"
+            )
         splits = [read_manifest(train_file)]
         for names in (("valid", "dev"), ("test",)):
             found = _manifest_in(path, names)
@@ -100,8 +142,8 @@ def _cut_held_out(train, valid, test, num_train, num_valid, num_test, seed):
         cut_test = 0 if test else min(num_test, len(train) // 10)
         cut_valid = 0 if valid else min(num_valid, len(train) // 10)
         test = test or train[:cut_test]
-        valid = valid or train[cut_test:cut_test + cut_valid]
-        train = train[cut_test + cut_valid:]
+        valid = valid or train[cut_test : cut_test + cut_valid]
+        train = train[cut_test + cut_valid :]
     return (train[:num_train] if num_train else train), valid[:num_valid], test
 
 
@@ -116,8 +158,13 @@ def _audio_seconds(path, soundfile) -> tuple[float, str | None]:
     return info.frames / info.samplerate, None
 
 
-def usable_utterances(utterances: list[Utterance], vocabulary: CharVocabulary, min_duration: float = 0.1,
-                      max_duration: float = 20.0, name: str = "train") -> list[tuple[Utterance, float]]:
+def usable_utterances(
+    utterances: list[Utterance],
+    vocabulary: CharVocabulary,
+    min_duration: float = 0.1,
+    max_duration: float = 20.0,
+    name: str = "train",
+) -> list[tuple[Utterance, float]]:
     """(utterance, seconds) of those that can be trained on; the rest are counted and logged by reason."""
     from keras_s2s.data.audio import require_audio_extra
 
@@ -138,11 +185,17 @@ def usable_utterances(utterances: list[Utterance], vocabulary: CharVocabulary, m
         if reason is None:
             kept.append((utterance, seconds))
         else:
-            skipped.setdefault(reason.split(" (")[0], []).append(f"{utterance.path} (line {utterance.line}): {reason}")
+            skipped.setdefault(reason.split(" (")[0], []).append(
+                f"{utterance.path} (line {utterance.line}): {reason}"
+            )
     for reason, examples in skipped.items():
-        log.warning("%s: skipped %d utterance(s) for %s, e.g. %s", name, len(examples), reason, examples[0])
+        log.warning(
+            "%s: skipped %d utterance(s) for %s, e.g. %s", name, len(examples), reason, examples[0]
+        )
     if not kept:
-        raise CorpusError(f"{name}: none of {len(utterances)} utterances is usable; see the warnings above")
+        raise CorpusError(
+            f"{name}: none of {len(utterances)} utterances is usable; see the warnings above"
+        )
     return kept
 
 
@@ -152,18 +205,33 @@ def check_readable(utterances: list[Utterance], name: str = "test") -> None:
     from keras_s2s.data.audio import require_audio_extra
 
     soundfile = require_audio_extra("soundfile")
-    bad = [f"{u.path} (line {u.line}): {reason}" for u in utterances
-           for _, reason in [_audio_seconds(u.path, soundfile)] if reason]
+    bad = [
+        f"{u.path} (line {u.line}): {reason}"
+        for u in utterances
+        for _, reason in [_audio_seconds(u.path, soundfile)]
+        if reason
+    ]
     if bad:
-        raise CorpusError(f"{name}: {len(bad)} of {len(utterances)} utterances cannot be read, e.g. "
-                          f"{'; '.join(bad[:3])}. Fix or remove them from the {name} split")
+        raise CorpusError(
+            f"{name}: {len(bad)} of {len(utterances)} utterances cannot be read, e.g. "
+            f"{'; '.join(bad[:3])}. Fix or remove them from the {name} split"
+        )
 
 
-def make_speech_dataset(utterances: list[tuple[Utterance, float]], extractor: FeatureExtractor,
-                        vocabulary: CharVocabulary, batch_size: int = 32, shuffle: bool = True,
-                        repeat: bool = False, drop_remainder: bool = False, pad_to_multiple: int = 8,
-                        augment: dict | None = None, bucket_seconds: float = 1.0, seed: int = 0,
-                        training: bool | None = None):
+def make_speech_dataset(
+    utterances: list[tuple[Utterance, float]],
+    extractor: FeatureExtractor,
+    vocabulary: CharVocabulary,
+    batch_size: int = 32,
+    shuffle: bool = True,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+    pad_to_multiple: int = 8,
+    augment: dict | None = None,
+    bucket_seconds: float = 1.0,
+    seed: int = 0,
+    training: bool | None = None,
+):
     """Batched ({"features": [B, T, F], "feature_lengths": [B]}, char ids [B, L]) dataset.
 
     `training` (default: `shuffle`) turns on dithering and `augment`.
@@ -172,7 +240,9 @@ def make_speech_dataset(utterances: list[tuple[Utterance, float]], extractor: Fe
     augment = dict(augment or {})
     unknown_keys = set(augment) - set(AUGMENT_KEYS)
     if unknown_keys:
-        raise ValueError(f"unknown augmentation setting(s) {sorted(unknown_keys)}; valid: {', '.join(AUGMENT_KEYS)}")
+        raise ValueError(
+            f"unknown augmentation setting(s) {sorted(unknown_keys)}; valid: {', '.join(AUGMENT_KEYS)}"
+        )
     paths = [str(u.path) for u, _ in utterances]
     labels = [vocabulary.encode(u.transcript) for u, _ in utterances]
     flat = np.fromiter((i for row in labels for i in row), dtype=np.int32)
@@ -197,24 +267,42 @@ def make_speech_dataset(utterances: list[tuple[Utterance, float]], extractor: Fe
     ds = ds.map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
     longest = max(seconds for _, seconds in utterances)
     frames_per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
-    boundaries = list(range(frames_per_bucket, extractor.num_frames(int(longest * rate)) + 2, frames_per_bucket))
-    ds = ds.bucket_by_sequence_length(lambda f, n, y: n, boundaries or [frames_per_bucket],
-                                      [batch_size] * (len(boundaries or [0]) + 1), drop_remainder=drop_remainder)
+    boundaries = list(
+        range(frames_per_bucket, extractor.num_frames(int(longest * rate)) + 2, frames_per_bucket)
+    )
+    ds = ds.bucket_by_sequence_length(
+        lambda f, n, y: n,
+        boundaries or [frames_per_bucket],
+        [batch_size] * (len(boundaries or [0]) + 1),
+        drop_remainder=drop_remainder,
+    )
 
     def to_inputs(features, lengths, label):
         if pad_to_multiple > 1:
-            frames = tf.shape(features)[1]
-            features = tf.pad(features, [[0, 0], [0, (-frames) % pad_to_multiple], [0, 0]])
+            features = pad_time_to_multiple(features, pad_to_multiple)
         return {"features": features, "feature_lengths": lengths}, label
 
     return ds.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def load_speech_data(source: str = "demo-speech", features: dict | None = None, characters: str | None = None,
-                     vocabulary: str = "characters", vocab_size: int = 256, batch_size: int = 32, num_train: int = 0, num_valid: int = 200, num_test: int = 300,
-                     seed: int = 0, min_duration: float = 0.1, max_duration: float = 20.0,
-                     augment: dict | None = None, pad_to_multiple: int = 8, repeat: bool = False,
-                     drop_remainder: bool = False) -> SpeechData:
+def load_speech_data(
+    source: str = "demo-speech",
+    features: dict | None = None,
+    characters: str | None = None,
+    vocabulary: str = "characters",
+    vocab_size: int = 256,
+    batch_size: int = 32,
+    num_train: int = 0,
+    num_valid: int = 200,
+    num_test: int = 300,
+    seed: int = 0,
+    min_duration: float = 0.1,
+    max_duration: float = 20.0,
+    augment: dict | None = None,
+    pad_to_multiple: int = 8,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+) -> SpeechData:
     """Load a speech source and build its pipelines.
 
     Args:
@@ -237,13 +325,26 @@ def load_speech_data(source: str = "demo-speech", features: dict | None = None, 
     else:
         vocabulary = CharVocabulary(characters) if characters else CharVocabulary()
     train_ok = usable_utterances(train, vocabulary, min_duration, max_duration, "train")
-    valid_ok = usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
+    valid_ok = (
+        usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
+    )
     check_readable(test, "test")
-    common = dict(extractor=extractor, vocabulary=vocabulary, batch_size=batch_size, pad_to_multiple=pad_to_multiple)
-    train_ds = make_speech_dataset(train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder,
-                                   augment=augment, seed=seed, **common)
+    common = dict(
+        extractor=extractor,
+        vocabulary=vocabulary,
+        batch_size=batch_size,
+        pad_to_multiple=pad_to_multiple,
+    )
+    train_ds = make_speech_dataset(
+        train_ok,
+        shuffle=True,
+        repeat=repeat,
+        drop_remainder=drop_remainder,
+        augment=augment,
+        seed=seed,
+        **common,
+    )
     valid_ds = make_speech_dataset(valid_ok, shuffle=False, **common) if valid_ok else None
-    log.info("speech data: %d train / %d valid / %d test utterances, %.1f h of training audio",
-             len(train_ok), len(valid_ok), len(test), sum(s for _, s in train_ok) / 3600)
-    return SpeechData(extractor, vocabulary, train_ds, valid_ds, [u for u, _ in train_ok],
-                      [u for u, _ in valid_ok], test)
+    return SpeechData.from_splits(
+        "speech", extractor, vocabulary, train_ds, valid_ds, train_ok, valid_ok, test
+    )

@@ -34,12 +34,27 @@ from keras_s2s.home import home
 log = logging.getLogger("keras_s2s")
 
 NUMBERS = "two three four five six seven eight nine ten".split()
-ADJECTIVES = "red green blue black white big small old young happy quiet fast slow warm cold".split()
-NOUNS = ("dog cat bird fish horse cow sheep child teacher doctor farmer friend mother father "
-         "house car tree boat road river garden table window door book letter apple bread").split()
-VERBS = {"sees": "see", "likes": "like", "finds": "find", "takes": "take", "wants": "want", "helps": "help",
-         "follows": "follow", "calls": "call", "washes": "wash", "paints": "paint", "opens": "open",
-         "carries": "carry"}
+ADJECTIVES = (
+    "red green blue black white big small old young happy quiet fast slow warm cold".split()
+)
+NOUNS = (
+    "dog cat bird fish horse cow sheep child teacher doctor farmer friend mother father "
+    "house car tree boat road river garden table window door book letter apple bread"
+).split()
+VERBS = {
+    "sees": "see",
+    "likes": "like",
+    "finds": "find",
+    "takes": "take",
+    "wants": "want",
+    "helps": "help",
+    "follows": "follow",
+    "calls": "call",
+    "washes": "wash",
+    "paints": "paint",
+    "opens": "open",
+    "carries": "carry",
+}
 PREPOSITIONS = "near behind under inside beside".split()
 PLACES = "house garden river school market station forest".split()
 ADVERBS = "today again slowly quickly tomorrow".split()
@@ -65,19 +80,33 @@ class DemoSpeech:
 
     folder_name = "demo-speech"  # under KERAS_S2S_HOME
 
-    def __init__(self, num_train: int = 6000, num_valid: int = 200, num_test: int = 300, seed: int = 0,
-                 sample_rate: int = 16000, voices: tuple = VOICES):
+    def __init__(
+        self,
+        num_train: int = 6000,
+        num_valid: int = 200,
+        num_test: int = 300,
+        seed: int = 0,
+        sample_rate: int = 16000,
+        voices: tuple = VOICES,
+    ):
         self.num_train, self.num_valid, self.num_test = num_train, num_valid, num_test
         self.seed, self.sample_rate, self.voices = seed, sample_rate, tuple(voices)
 
     def sentence(self, rng: random.Random) -> str:
         """One sentence of the grammar."""
+
         def noun_phrase():
             if rng.random() < 0.3:
-                return " ".join([rng.choice(NUMBERS)] + ([rng.choice(ADJECTIVES)] if rng.random() < 0.5 else [])
-                                + [_plural(rng.choice(NOUNS))]), True
-            words = [rng.choice(["the", "a", "my", "your"])] + (
-                [rng.choice(ADJECTIVES)] if rng.random() < 0.5 else []) + [rng.choice(NOUNS)]
+                return " ".join(
+                    [rng.choice(NUMBERS)]
+                    + ([rng.choice(ADJECTIVES)] if rng.random() < 0.5 else [])
+                    + [_plural(rng.choice(NOUNS))]
+                ), True
+            words = (
+                [rng.choice(["the", "a", "my", "your"])]
+                + ([rng.choice(ADJECTIVES)] if rng.random() < 0.5 else [])
+                + [rng.choice(NOUNS)]
+            )
             if words[0] == "a" and words[1][0] in "aeiou":
                 words[0] = "an"
             return " ".join(words), False
@@ -92,11 +121,22 @@ class DemoSpeech:
         return " ".join(words)
 
     def utterance_settings(self, rng: random.Random) -> dict:
-        return {"voice": rng.choice(self.voices), "words_per_minute": rng.randint(140, 210),
-                "pitch": rng.randint(30, 70)}
+        return {
+            "voice": rng.choice(self.voices),
+            "words_per_minute": rng.randint(140, 210),
+            "pitch": rng.randint(30, 70),
+        }
 
     def key(self) -> str:
-        settings = (self.num_train, self.num_valid, self.num_test, self.seed, self.sample_rate, self.voices, "v1")
+        settings = (
+            self.num_train,
+            self.num_valid,
+            self.num_test,
+            self.seed,
+            self.sample_rate,
+            self.voices,
+            "v1",
+        )
         return hashlib.sha256(repr(settings).encode()).hexdigest()[:12]
 
     def prepare(self, root: Path | None = None, progress: bool | None = None) -> Path:
@@ -113,7 +153,11 @@ class DemoSpeech:
         progress = sys.stderr.isatty() if progress is None else progress
         start, seen, index = time.time(), set(), 0
         try:
-            for split, count in (("test", self.num_test), ("valid", self.num_valid), ("train", self.num_train)):
+            for split, count in (
+                ("test", self.num_test),
+                ("valid", self.num_valid),
+                ("train", self.num_train),
+            ):
                 rows = []
                 for _ in range(count):
                     text = self.sentence(rng)
@@ -127,14 +171,21 @@ class DemoSpeech:
                     rows.append((name, len(samples) / self.sample_rate, text))
                     index += 1
                     if progress and index % 100 == 0:
-                        print(f"\rsynthesizing {self.folder_name}: {index}/{total}", end="", file=sys.stderr, flush=True)
+                        print(
+                            f"\rsynthesizing {self.folder_name}: {index}/{total}",
+                            end="",
+                            file=sys.stderr,
+                            flush=True,
+                        )
                 write_manifest(tmp / f"{split}.csv", rows)
             if progress:
                 print(file=sys.stderr)
             os.replace(tmp, folder)  # all or nothing
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
-        log.info("synthesized %d demo utterances in %.1fs into %s", total, time.time() - start, folder)
+        log.info(
+            "synthesized %d demo utterances in %.1fs into %s", total, time.time() - start, folder
+        )
         return folder
 
 
@@ -150,18 +201,33 @@ class DemoTTS(DemoSpeech):
 
     folder_name = "demo-tts"
 
-    def __init__(self, num_train: int = 3000, num_valid: int = 100, num_test: int = 100, seed: int = 0,
-                 sample_rate: int = 22050, voice: str = "en-us", words_per_minute: int = 160, pitch: int = 50):
+    def __init__(
+        self,
+        num_train: int = 3000,
+        num_valid: int = 100,
+        num_test: int = 100,
+        seed: int = 0,
+        sample_rate: int = 22050,
+        voice: str = "en-us",
+        words_per_minute: int = 160,
+        pitch: int = 50,
+    ):
         super().__init__(num_train, num_valid, num_test, seed, sample_rate, voices=(voice,))
         self.words_per_minute, self.pitch = words_per_minute, pitch
 
     def sentence(self, rng: random.Random) -> str:
         words = super().sentence(rng).split()
-        words = [str(NUMBERS.index(w) + 2) if w in NUMBERS and rng.random() < 0.5 else w for w in words]
+        words = [
+            str(NUMBERS.index(w) + 2) if w in NUMBERS and rng.random() < 0.5 else w for w in words
+        ]
         return " ".join(words).capitalize() + rng.choice(".....!?")
 
     def utterance_settings(self, rng: random.Random) -> dict:
-        return {"voice": self.voices[0], "words_per_minute": self.words_per_minute, "pitch": self.pitch}
+        return {
+            "voice": self.voices[0],
+            "words_per_minute": self.words_per_minute,
+            "pitch": self.pitch,
+        }
 
     def key(self) -> str:
         return super().key() + f"-{self.words_per_minute}-{self.pitch}"

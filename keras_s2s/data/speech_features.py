@@ -43,15 +43,36 @@ class FeatureExtractor:
         log_floor: float. Added before taking the log.
     """
 
-    def __init__(self, kind: str = "logmel", sample_rate: int = 16000, num_features: int = 64,
-                 window_ms: float = 20.0, stride_ms: float = 10.0, n_fft: int = 0, num_mels: int = 64,
-                 fmin: float = 0.0, fmax: float = 0.0, preemphasis: float = 0.97, dither: float = 1e-5,
-                 normalize: bool = True, log_floor: float = 1e-6):
+    def __init__(
+        self,
+        kind: str = "logmel",
+        sample_rate: int = 16000,
+        num_features: int = 64,
+        window_ms: float = 20.0,
+        stride_ms: float = 10.0,
+        n_fft: int = 0,
+        num_mels: int = 64,
+        fmin: float = 0.0,
+        fmax: float = 0.0,
+        preemphasis: float = 0.97,
+        dither: float = 1e-5,
+        normalize: bool = True,
+        log_floor: float = 1e-6,
+    ):
         if kind not in KINDS:
             raise ValueError(f"feature kind must be one of {', '.join(KINDS)}; got {kind!r}")
         self.kind, self.sample_rate, self.num_features = kind, int(sample_rate), int(num_features)
-        self.window_ms, self.stride_ms, self.num_mels = float(window_ms), float(stride_ms), int(num_mels)
-        self.fmin, self.fmax, self.preemphasis, self.dither = float(fmin), float(fmax), float(preemphasis), float(dither)
+        self.window_ms, self.stride_ms, self.num_mels = (
+            float(window_ms),
+            float(stride_ms),
+            int(num_mels),
+        )
+        self.fmin, self.fmax, self.preemphasis, self.dither = (
+            float(fmin),
+            float(fmax),
+            float(preemphasis),
+            float(dither),
+        )
         self.normalize, self.log_floor = bool(normalize), float(log_floor)
         self.window = int(round(sample_rate * window_ms / 1000))
         self.stride = int(round(sample_rate * stride_ms / 1000))
@@ -66,8 +87,13 @@ class FeatureExtractor:
 
         librosa = require_audio_extra("librosa")
 
-        return librosa.filters.mel(sr=self.sample_rate, n_fft=self.n_fft, n_mels=bands, fmin=self.fmin,
-                                   fmax=self.fmax or self.sample_rate / 2).T.astype(np.float32)  # [bins, bands]
+        return librosa.filters.mel(
+            sr=self.sample_rate,
+            n_fft=self.n_fft,
+            n_mels=bands,
+            fmin=self.fmin,
+            fmax=self.fmax or self.sample_rate / 2,
+        ).T.astype(np.float32)  # [bins, bands]
 
     @property
     def feature_size(self) -> int:
@@ -82,10 +108,19 @@ class FeatureExtractor:
         if training and self.dither:
             samples += self.dither * tf.random.normal(tf.shape(samples))
         if self.preemphasis:
-            samples = tf.concat([samples[:1], samples[1:] - self.preemphasis * samples[:-1]], axis=0)
-        samples = tf.pad(samples, [[0, tf.maximum(0, self.window - tf.shape(samples)[0])]])  # at least one frame
-        stft = tf.signal.stft(samples, self.window, self.stride, fft_length=self.n_fft,
-                              window_fn=tf.signal.hann_window, pad_end=False)
+            samples = tf.concat(
+                [samples[:1], samples[1:] - self.preemphasis * samples[:-1]], axis=0
+            )
+        # at least one frame
+        samples = tf.pad(samples, [[0, tf.maximum(0, self.window - tf.shape(samples)[0])]])
+        stft = tf.signal.stft(
+            samples,
+            self.window,
+            self.stride,
+            fft_length=self.n_fft,
+            window_fn=tf.signal.hann_window,
+            pad_end=False,
+        )
         power = tf.math.square(tf.abs(stft))
         if self.kind == "spectrogram":
             features = tf.math.log(power + self.log_floor)
@@ -99,10 +134,21 @@ class FeatureExtractor:
         return features
 
     def get_config(self) -> dict:
-        return {"kind": self.kind, "sample_rate": self.sample_rate, "num_features": self.num_features,
-                "window_ms": self.window_ms, "stride_ms": self.stride_ms, "n_fft": self.n_fft,
-                "num_mels": self.num_mels, "fmin": self.fmin, "fmax": self.fmax, "preemphasis": self.preemphasis,
-                "dither": self.dither, "normalize": self.normalize, "log_floor": self.log_floor}
+        return {
+            "kind": self.kind,
+            "sample_rate": self.sample_rate,
+            "num_features": self.num_features,
+            "window_ms": self.window_ms,
+            "stride_ms": self.stride_ms,
+            "n_fft": self.n_fft,
+            "num_mels": self.num_mels,
+            "fmin": self.fmin,
+            "fmax": self.fmax,
+            "preemphasis": self.preemphasis,
+            "dither": self.dither,
+            "normalize": self.normalize,
+            "log_floor": self.log_floor,
+        }
 
     @classmethod
     def from_config(cls, config: dict):
@@ -125,12 +171,18 @@ def librosa_features(samples: np.ndarray, extractor: FeatureExtractor) -> np.nda
     if extractor.kind == "spectrogram":
         features = np.log(power + extractor.log_floor)
     else:
-        mel = librosa.filters.mel(sr=extractor.sample_rate, n_fft=extractor.n_fft,
-                                  n_mels=extractor.num_features if extractor.kind == "logmel" else extractor.num_mels,
-                                  fmin=extractor.fmin, fmax=extractor.fmax or extractor.sample_rate / 2)
+        mel = librosa.filters.mel(
+            sr=extractor.sample_rate,
+            n_fft=extractor.n_fft,
+            n_mels=extractor.num_features if extractor.kind == "logmel" else extractor.num_mels,
+            fmin=extractor.fmin,
+            fmax=extractor.fmax or extractor.sample_rate / 2,
+        )
         features = np.log(power @ mel.T + extractor.log_floor)
         if extractor.kind == "mfcc":
-            features = scipy.fft.dct(features, type=2, norm="ortho", axis=1)[:, : extractor.num_features]
+            features = scipy.fft.dct(features, type=2, norm="ortho", axis=1)[
+                :, : extractor.num_features
+            ]
     if extractor.normalize:
         features = (features - features.mean(0)) / np.sqrt(features.var(0) + 1e-5)
     return features.astype(np.float32)

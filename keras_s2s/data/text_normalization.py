@@ -18,25 +18,78 @@ import unicodedata
 
 TTS_CHARACTERS = " !'(),-.:;?abcdefghijklmnopqrstuvwxyz"
 
-ONES = ("zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
-        "sixteen seventeen eighteen nineteen").split()
+ONES = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen "
+    "sixteen seventeen eighteen nineteen"
+).split()
 TENS = "_ _ twenty thirty forty fifty sixty seventy eighty ninety".split()
 SCALES = ((10**12, "trillion"), (10**9, "billion"), (10**6, "million"), (1000, "thousand"))
-ORDINAL_WORDS = {"one": "first", "two": "second", "three": "third", "five": "fifth", "eight": "eighth",
-                 "nine": "ninth", "twelve": "twelfth"}
-ABBREVIATIONS = {
-    "mr": "mister", "mrs": "misess", "ms": "miss", "dr": "doctor", "st": "saint", "jr": "junior", "sr": "senior",
-    "co": "company", "corp": "corporation", "ltd": "limited", "inc": "incorporated", "vs": "versus",
-    "etc": "et cetera", "prof": "professor", "gen": "general", "col": "colonel", "lt": "lieutenant",
-    "sgt": "sergeant", "capt": "captain", "maj": "major", "rev": "reverend", "hon": "honorable", "ft": "fort",
-    "mt": "mount", "no": "number", "approx": "approximately", "dept": "department",
+ORDINAL_WORDS = {
+    "one": "first",
+    "two": "second",
+    "three": "third",
+    "five": "fifth",
+    "eight": "eighth",
+    "nine": "ninth",
+    "twelve": "twelfth",
 }
-SYMBOLS = {"&": " and ", "%": " percent ", "+": " plus ", "@": " at ", "=": " equals ", "/": " slash ",
-           "#": " number "}
-CURRENCIES = {"$": ("dollar", "dollars", "cent", "cents"), "£": ("pound", "pounds", "penny", "pence"),
-              "€": ("euro", "euros", "cent", "cents")}
-TYPOGRAPHY = {"\u2018": "'", "\u2019": "'", "\u201c": "", "\u201d": "", '"': "", "\u2013": "-", "\u2014": ", ",
-              "\u2026": "...", "[": "(", "]": ")", "{": "(", "}": ")"}
+ABBREVIATIONS = {
+    "mr": "mister",
+    "mrs": "misess",
+    "ms": "miss",
+    "dr": "doctor",
+    "st": "saint",
+    "jr": "junior",
+    "sr": "senior",
+    "co": "company",
+    "corp": "corporation",
+    "ltd": "limited",
+    "inc": "incorporated",
+    "vs": "versus",
+    "etc": "et cetera",
+    "prof": "professor",
+    "gen": "general",
+    "col": "colonel",
+    "lt": "lieutenant",
+    "sgt": "sergeant",
+    "capt": "captain",
+    "maj": "major",
+    "rev": "reverend",
+    "hon": "honorable",
+    "ft": "fort",
+    "mt": "mount",
+    "no": "number",
+    "approx": "approximately",
+    "dept": "department",
+}
+SYMBOLS = {
+    "&": " and ",
+    "%": " percent ",
+    "+": " plus ",
+    "@": " at ",
+    "=": " equals ",
+    "/": " slash ",
+    "#": " number ",
+}
+CURRENCIES = {
+    "$": ("dollar", "dollars", "cent", "cents"),
+    "£": ("pound", "pounds", "penny", "pence"),
+    "€": ("euro", "euros", "cent", "cents"),
+}
+TYPOGRAPHY = {
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": "",
+    "\u201d": "",
+    '"': "",
+    "\u2013": "-",
+    "\u2014": ", ",
+    "\u2026": "...",
+    "[": "(",
+    "]": ")",
+    "{": "(",
+    "}": ")",
+}
 
 
 def cardinal(number: int) -> str:
@@ -83,7 +136,10 @@ def year(number: int) -> str:
 
 def _money(match: re.Match) -> str:
     one, many, cent, cents = CURRENCIES[match.group(1)]
-    whole, fraction = int(match.group(2).replace(",", "")), int((match.group(3) or "0").ljust(2, "0")[:2])
+    whole, fraction = (
+        int(match.group(2).replace(",", "")),
+        int((match.group(3) or "0").ljust(2, "0")[:2]),
+    )
     parts = [f"{cardinal(whole)} {one if whole == 1 else many}"] if whole or not fraction else []
     if fraction:
         parts.append(f"{cardinal(fraction)} {cent if fraction == 1 else cents}")
@@ -105,7 +161,9 @@ def _number(match: re.Match) -> str:
 
 def _time(match: re.Match) -> str:
     hours, minutes = int(match.group(1)), int(match.group(2))
-    said = "o'clock" if minutes == 0 else f"oh {ONES[minutes]}" if minutes < 10 else cardinal(minutes)
+    said = (
+        "o'clock" if minutes == 0 else f"oh {ONES[minutes]}" if minutes < 10 else cardinal(minutes)
+    )
     return f"{cardinal(hours)} {said}"
 
 

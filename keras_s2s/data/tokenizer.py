@@ -21,7 +21,9 @@ import keras
 import sentencepiece as spm
 
 PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
-TRAINING_SENTENCES = 200_000  # SentencePiece learns from at most this many, drawn from the whole corpus
+TRAINING_SENTENCES = (
+    200_000  # SentencePiece learns from at most this many, drawn from the whole corpus
+)
 
 
 class _JointVocabulary:
@@ -63,8 +65,13 @@ class SubwordTokenizer(_JointVocabulary):
             raise ValueError("SentencePiece model must use pad=0, unk=1, bos=2, eos=3")
 
     @classmethod
-    def train(cls, texts: Iterable[str], vocab_size: int = 8000, model_type: str = "unigram",
-              max_sentences: int = TRAINING_SENTENCES):
+    def train(
+        cls,
+        texts: Iterable[str],
+        vocab_size: int = 8000,
+        model_type: str = "unigram",
+        max_sentences: int = TRAINING_SENTENCES,
+    ):
         """Learn a vocabulary of at most `vocab_size` pieces from `texts`.
 
         More than `max_sentences` texts: a seeded random sample of them is
@@ -106,6 +113,22 @@ class SubwordTokenizer(_JointVocabulary):
     def detokenize(self, ids) -> list[str]:
         """Text of each id sequence; stops at EOS and ignores pad/BOS."""
         return [self._processor.decode(self._content_ids(row)) for row in ids]
+
+    def pieces(self) -> list[str]:
+        """Every piece in id order: `<pad>`, `<unk>`, `<s>`, `</s>`, then the learned ones."""
+        return [self._processor.id_to_piece(i) for i in range(self.vocab_size)]
+
+    def in_graph(self):
+        """The same model as TensorFlow ops (tensorflow-text), for graphs such as an exported SavedModel:
+        `tokenize(strings)` gives the ids `tokenize` gives (no BOS/EOS), `detokenize(ragged ids)` the text.
+
+        Example:
+            >>> tokenizer.in_graph().tokenize(tf.constant(["a b"])).to_list() == tokenizer.tokenize(["a b"])
+            True
+        """
+        import tensorflow_text as tf_text
+
+        return tf_text.SentencepieceTokenizer(model=self.proto)
 
     def save(self, path: str | Path) -> None:
         Path(path).write_bytes(self.proto)
@@ -151,7 +174,11 @@ class PretokenizedVocabulary(_JointVocabulary):
         counts = Counter(token for text in texts for token in text.split())
         if not counts:
             raise ValueError("cannot build a vocabulary from an empty corpus")
-        kept = [token for token, _ in counts.most_common(max(0, vocab_size - 4)) if token not in cls.SPECIALS]
+        kept = [
+            token
+            for token, _ in counts.most_common(max(0, vocab_size - 4))
+            if token not in cls.SPECIALS
+        ]
         return cls(list(cls.SPECIALS) + kept)
 
     @property
@@ -190,8 +217,12 @@ class TokenizerPair:
     """
 
     def __init__(self, source, target):
-        self.source = keras.saving.deserialize_keras_object(source) if isinstance(source, dict) else source
-        self.target = keras.saving.deserialize_keras_object(target) if isinstance(target, dict) else target
+        self.source = (
+            keras.saving.deserialize_keras_object(source) if isinstance(source, dict) else source
+        )
+        self.target = (
+            keras.saving.deserialize_keras_object(target) if isinstance(target, dict) else target
+        )
 
     @property
     def vocab_size(self) -> int:
@@ -202,26 +233,38 @@ class TokenizerPair:
         return self.source.vocab_size
 
     def get_config(self) -> dict:
-        return {"source": keras.saving.serialize_keras_object(self.source),
-                "target": keras.saving.serialize_keras_object(self.target)}
+        return {
+            "source": keras.saving.serialize_keras_object(self.source),
+            "target": keras.saving.serialize_keras_object(self.target),
+        }
 
     @classmethod
     def from_config(cls, config: dict):
         return cls(**config)
 
 
-TOKENIZER_FILES = {"sentencepiece": ("tokenizer.model", SubwordTokenizer),
-                   "pretokenized": ("tokenizer.vocab", PretokenizedVocabulary)}
+TOKENIZER_FILES = {
+    "sentencepiece": ("tokenizer.model", SubwordTokenizer),
+    "pretokenized": ("tokenizer.vocab", PretokenizedVocabulary),
+}
 
 
-def train_tokenizer(kind: str, sources: list[str], targets: list[str], vocab_size: int, shared: bool = True,
-                    source_vocab_size: int | None = None):
+def train_tokenizer(
+    kind: str,
+    sources: list[str],
+    targets: list[str],
+    vocab_size: int,
+    shared: bool = True,
+    source_vocab_size: int | None = None,
+):
     """A joint tokenizer of `kind` (`sentencepiece` or `pretokenized`), or a `TokenizerPair` if not `shared`."""
     cls = TOKENIZER_FILES[kind][1]
     if shared:
         return cls.train(list(sources) + list(targets), vocab_size=vocab_size)
-    return TokenizerPair(cls.train(sources, vocab_size=source_vocab_size or vocab_size),
-                         cls.train(targets, vocab_size=vocab_size))
+    return TokenizerPair(
+        cls.train(sources, vocab_size=source_vocab_size or vocab_size),
+        cls.train(targets, vocab_size=vocab_size),
+    )
 
 
 def _run_files(run_dir: Path, kind: str, shared: bool) -> dict[str, Path]:

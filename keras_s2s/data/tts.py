@@ -20,7 +20,6 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import logging
 import math
 
 import numpy as np
@@ -34,12 +33,33 @@ from keras_s2s.data.speech import SpeechData, read_speech_splits, usable_utteran
 from keras_s2s.data.speech_features import FeatureExtractor
 from keras_s2s.data.text_normalization import TTS_CHARACTERS, normalize_text
 
-log = logging.getLogger("keras_s2s")
-MEL_FEATURES = {"kind": "logmel", "sample_rate": 22050, "num_features": 80, "window_ms": 50.0, "stride_ms": 12.5,
-                "fmin": 125.0, "fmax": 7600.0, "preemphasis": 0.0, "dither": 0.0, "normalize": False,
-                "log_floor": 1e-5}
-TTS_DATA_KEYS = ("source", "features", "characters", "batch_size", "num_train", "num_valid", "num_test", "seed",
-                 "min_duration", "max_duration", "cache")  # the card's data keys that load_tts_data takes
+MEL_FEATURES = {
+    "kind": "logmel",
+    "sample_rate": 22050,
+    "num_features": 80,
+    "window_ms": 50.0,
+    "stride_ms": 12.5,
+    "fmin": 125.0,
+    "fmax": 7600.0,
+    "preemphasis": 0.0,
+    "dither": 0.0,
+    "normalize": False,
+    "log_floor": 1e-5,
+}
+# the card's data keys that load_tts_data takes
+TTS_DATA_KEYS = (
+    "source",
+    "features",
+    "characters",
+    "batch_size",
+    "num_train",
+    "num_valid",
+    "num_test",
+    "seed",
+    "min_duration",
+    "max_duration",
+    "cache",
+)
 
 
 def mel_extractor(**settings) -> FeatureExtractor:
@@ -54,17 +74,29 @@ def tts_vocabulary(characters: str | None = None) -> CharVocabulary:
 
 def normalized_utterances(utterances: list[Utterance]) -> list[Utterance]:
     """The utterances with their text in spoken form; text without a letter becomes empty (and is skipped)."""
+
     def spoken(text):
         text = normalize_text(text)
         return text if any(c.isalpha() for c in text) else ""
+
     return [dataclasses.replace(u, transcript=spoken(u.transcript)) for u in utterances]
 
 
-def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: FeatureExtractor,
-                     vocabulary: CharVocabulary, reduction_factor: int = 1, batch_size: int = 32,
-                     shuffle: bool = True, repeat: bool = False, drop_remainder: bool = False,
-                     pad_to_multiple: int = 1, cache: str = "memory", bucket_seconds: float = 1.0, seed: int = 0,
-                     tail_steps: int = 0):
+def make_tts_dataset(
+    utterances: list[tuple[Utterance, float]],
+    extractor: FeatureExtractor,
+    vocabulary: CharVocabulary,
+    reduction_factor: int = 1,
+    batch_size: int = 32,
+    shuffle: bool = True,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+    pad_to_multiple: int = 1,
+    cache: str = "memory",
+    bucket_seconds: float = 1.0,
+    seed: int = 0,
+    tail_steps: int = 0,
+):
     """Batched ({"text": [B, L], "mel": [B, T, M], "mel_lengths": [B]}, mel [B, T, M]) dataset.
 
     T is a multiple of `reduction_factor` (and of `pad_to_multiple`), with at
@@ -83,7 +115,9 @@ def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: Featu
         mel = extractor(audio)
         return text, mel, tf.shape(mel)[0]
 
-    ds = tf.data.Dataset.from_tensor_slices((paths, ragged)).map(featurize, num_parallel_calls=tf.data.AUTOTUNE)
+    ds = tf.data.Dataset.from_tensor_slices((paths, ragged)).map(
+        featurize, num_parallel_calls=tf.data.AUTOTUNE
+    )
     if cache:
         ds = ds.cache("" if cache == "memory" else cache)
     if shuffle:
@@ -93,24 +127,45 @@ def make_tts_dataset(utterances: list[tuple[Utterance, float]], extractor: Featu
     longest = extractor.num_frames(int(max(seconds for _, seconds in utterances) * rate))
     per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
     boundaries = list(range(per_bucket, longest + 2, per_bucket)) or [per_bucket]
-    ds = ds.bucket_by_sequence_length(lambda t, m, n: n, boundaries, [batch_size] * (len(boundaries) + 1),
-                                      padding_values=(0, silence, 0), drop_remainder=drop_remainder)
+    ds = ds.bucket_by_sequence_length(
+        lambda t, m, n: n,
+        boundaries,
+        [batch_size] * (len(boundaries) + 1),
+        padding_values=(0, silence, 0),
+        drop_remainder=drop_remainder,
+    )
     multiple = reduction_factor * pad_to_multiple // math.gcd(reduction_factor, pad_to_multiple)
 
     def to_inputs(text, mel, lengths):
         frames = tf.shape(mel)[1] + tail_steps * reduction_factor
-        mel = tf.pad(mel, [[0, 0], [0, frames - tf.shape(mel)[1] + (-frames) % multiple], [0, 0]],
-                     constant_values=silence)
+        mel = tf.pad(
+            mel,
+            [[0, 0], [0, frames - tf.shape(mel)[1] + (-frames) % multiple], [0, 0]],
+            constant_values=silence,
+        )
         return {"text": text, "mel": mel, "mel_lengths": lengths}, mel
 
     return ds.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def load_tts_data(source: str = "demo-tts", features: dict | None = None, characters: str | None = None,
-                  batch_size: int = 32, num_train: int = 0, num_valid: int = 100, num_test: int = 100, seed: int = 0,
-                  min_duration: float = 0.1, max_duration: float = 12.0, cache: str = "memory",
-                  reduction_factor: int = 1, tail_steps: int = 0, pad_to_multiple: int = 1, repeat: bool = False,
-                  drop_remainder: bool = False) -> SpeechData:
+def load_tts_data(
+    source: str = "demo-tts",
+    features: dict | None = None,
+    characters: str | None = None,
+    batch_size: int = 32,
+    num_train: int = 0,
+    num_valid: int = 100,
+    num_test: int = 100,
+    seed: int = 0,
+    min_duration: float = 0.1,
+    max_duration: float = 12.0,
+    cache: str = "memory",
+    reduction_factor: int = 1,
+    tail_steps: int = 0,
+    pad_to_multiple: int = 1,
+    repeat: bool = False,
+    drop_remainder: bool = False,
+) -> SpeechData:
     """Load a synthesis corpus and build its pipelines.
 
     Args:
@@ -125,19 +180,38 @@ def load_tts_data(source: str = "demo-tts", features: dict | None = None, charac
     """
     extractor = mel_extractor(**(features or {}))
     vocabulary = tts_vocabulary(characters)
-    train, valid, test = (normalized_utterances(split) for split in
-                          read_speech_splits(source, num_train, num_valid, num_test, seed))
+    train, valid, test = (
+        normalized_utterances(split)
+        for split in read_speech_splits(source, num_train, num_valid, num_test, seed)
+    )
     train_ok = usable_utterances(train, vocabulary, min_duration, max_duration, "train")
-    valid_ok = usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
-    test = [u for u, _ in usable_utterances(test, vocabulary, min_duration, max_duration, "test")] if test else []
+    valid_ok = (
+        usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
+    )
+    test = (
+        [u for u, _ in usable_utterances(test, vocabulary, min_duration, max_duration, "test")]
+        if test
+        else []
+    )
     if not test:
         raise CorpusError(f"{source}: no usable held-out test utterances")
-    common = dict(extractor=extractor, vocabulary=vocabulary, reduction_factor=reduction_factor,
-                  batch_size=batch_size, pad_to_multiple=pad_to_multiple, seed=seed, tail_steps=tail_steps)
-    train_ds = make_tts_dataset(train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder,
-                                cache=cache, **common)
-    valid_ds = make_tts_dataset(valid_ok, shuffle=False, cache=cache and "memory", **common) if valid_ok else None
-    log.info("synthesis data: %d train / %d valid / %d test utterances, %.2f h of training audio",
-             len(train_ok), len(valid_ok), len(test), sum(s for _, s in train_ok) / 3600)
-    return SpeechData(extractor, vocabulary, train_ds, valid_ds, [u for u, _ in train_ok], [u for u, _ in valid_ok],
-                   test)
+    common = dict(
+        extractor=extractor,
+        vocabulary=vocabulary,
+        reduction_factor=reduction_factor,
+        batch_size=batch_size,
+        pad_to_multiple=pad_to_multiple,
+        seed=seed,
+        tail_steps=tail_steps,
+    )
+    train_ds = make_tts_dataset(
+        train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder, cache=cache, **common
+    )
+    valid_ds = (
+        make_tts_dataset(valid_ok, shuffle=False, cache=cache and "memory", **common)
+        if valid_ok
+        else None
+    )
+    return SpeechData.from_splits(
+        "synthesis", extractor, vocabulary, train_ds, valid_ds, train_ok, valid_ok, test
+    )

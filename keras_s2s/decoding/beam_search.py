@@ -43,7 +43,8 @@ def only_eos_at_limit(step_scores, step, limits):
 
 
 def _tile(tensor, beam_width: int):
-    return tf.repeat(tensor, beam_width, axis=0)  # [B, ...] -> [B*K, ...], beams of a sentence adjacent
+    # [B, ...] -> [B*K, ...], beams of a sentence adjacent
+    return tf.repeat(tensor, beam_width, axis=0)
 
 
 def _gather_beams(tensor, beam_indices, batch: int, beam_width: int):
@@ -99,7 +100,7 @@ def beam_search(model, source_ids, beam_width: int, limits, alpha: float = 0.0, 
         sequences = tf.gather(sequences, beam_indices, batch_dims=1)
         sequences = tf.where(positions == step, tokens_2d[:, :, None], sequences)
         finished = finished | tf.equal(tokens_2d, EOS_ID)
-        state = tf.nest.map_structure(lambda t: _gather_beams(t, beam_indices, batch, k), state)
+        state = tf.nest.map_structure(lambda t: _gather_beams(t, beam_indices, batch, k), state)  # noqa: B023
         coverage = _gather_beams(coverage, beam_indices, batch, k)
         tokens = tf.reshape(tokens_2d, [-1])
         if tf.reduce_all(finished):

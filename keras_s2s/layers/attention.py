@@ -16,6 +16,19 @@ import keras
 from keras import ops
 
 
+def masked_softmax(scores, mask=None):
+    """Softmax over the last axis, in float32 under every precision policy, of `scores` where `mask`
+    (broadcastable, True = attend) allows; masked places get weight 0.
+
+    Example:
+        >>> masked_softmax(ops.zeros((1, 3)), ops.array([[True, True, False]]))   # [[0.5, 0.5, 0.0]]
+    """
+    scores = ops.cast(scores, "float32")
+    if mask is not None:
+        scores = ops.where(mask, scores, -1e9)
+    return ops.softmax(scores, axis=-1)
+
+
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class NormalizedBahdanauAttention(keras.layers.Layer):
     """Additive attention of every query step over a memory.
@@ -27,8 +40,12 @@ class NormalizedBahdanauAttention(keras.layers.Layer):
     def __init__(self, units: int, **kwargs):
         super().__init__(**kwargs)
         self.units = units
-        self.query_dense = keras.layers.Dense(units, use_bias=False, dtype=self.dtype_policy, name="query")
-        self.memory_dense = keras.layers.Dense(units, use_bias=False, dtype=self.dtype_policy, name="memory")
+        self.query_dense = keras.layers.Dense(
+            units, use_bias=False, dtype=self.dtype_policy, name="query"
+        )
+        self.memory_dense = keras.layers.Dense(
+            units, use_bias=False, dtype=self.dtype_policy, name="memory"
+        )
 
     def build(self, query_shape, memory_shape=None, memory_mask_shape=None):
         self.query_dense.build(query_shape)
@@ -49,12 +66,14 @@ class NormalizedBahdanauAttention(keras.layers.Layer):
         if keys is None:
             keys = self.project_memory(memory)
         projected = self.query_dense(query)
-        hidden = ops.tanh(ops.expand_dims(projected, 2) + ops.expand_dims(keys, 1) + ops.cast(self.b, keys.dtype))
+        hidden = ops.tanh(
+            ops.expand_dims(projected, 2) + ops.expand_dims(keys, 1) + ops.cast(self.b, keys.dtype)
+        )
         normed_v = self.g * self.v / ops.sqrt(ops.sum(ops.square(self.v)))
-        scores = ops.cast(ops.einsum("btsa,a->bts", hidden, ops.cast(normed_v, hidden.dtype)), "float32")
-        if memory_mask is not None:
-            scores = ops.where(ops.expand_dims(memory_mask, 1), scores, -1e9)
-        weights = ops.softmax(scores, axis=-1)
+        scores = ops.einsum("btsa,a->bts", hidden, ops.cast(normed_v, hidden.dtype))
+        weights = masked_softmax(
+            scores, None if memory_mask is None else ops.expand_dims(memory_mask, 1)
+        )
         context = ops.einsum("bts,bsd->btd", ops.cast(weights, memory.dtype), memory)
         return context, weights
 

@@ -21,38 +21,72 @@ from keras_s2s.layers.dropout import Dropout
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class ConvBlock(keras.layers.Layer):
     """Args:
-        filters, kernel_size: int. Convolution size.
-        repeats: int. Conv-BN-ReLU-dropout sub-blocks.
-        dropout: float.
-        strides, dilation: int. Of the first convolution.
-        num_residuals: int. Residual inputs added in the last sub-block (0 = none).
+    filters, kernel_size: int. Convolution size.
+    repeats: int. Conv-BN-ReLU-dropout sub-blocks.
+    dropout: float.
+    strides, dilation: int. Of the first convolution.
+    num_residuals: int. Residual inputs added in the last sub-block (0 = none).
     """
 
-    def __init__(self, filters: int, kernel_size: int, repeats: int = 1, dropout: float = 0.0, strides: int = 1,
-                 dilation: int = 1, num_residuals: int = 0, **kwargs):
+    def __init__(
+        self,
+        filters: int,
+        kernel_size: int,
+        repeats: int = 1,
+        dropout: float = 0.0,
+        strides: int = 1,
+        dilation: int = 1,
+        num_residuals: int = 0,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        self.filters, self.kernel_size, self.repeats, self.dropout = filters, kernel_size, repeats, dropout
+        self.filters, self.kernel_size, self.repeats, self.dropout = (
+            filters,
+            kernel_size,
+            repeats,
+            dropout,
+        )
         self.strides, self.dilation, self.num_residuals = strides, dilation, num_residuals
         policy = self.dtype_policy
-        self.convs = [keras.layers.Conv1D(filters, kernel_size, strides=strides if i == 0 else 1,
-                                          dilation_rate=dilation, padding="same", use_bias=False, dtype=policy,
-                                          name=f"conv_{i}") for i in range(repeats)]
-        self.norms = [keras.layers.BatchNormalization(dtype=policy, name=f"norm_{i}") for i in range(repeats)]
-        self.residual_convs = [keras.layers.Conv1D(filters, 1, use_bias=False, dtype=policy, name=f"residual_{i}")
-                               for i in range(num_residuals)]
-        self.residual_norms = [keras.layers.BatchNormalization(dtype=policy, name=f"residual_norm_{i}")
-                               for i in range(num_residuals)]
+        self.convs = [
+            keras.layers.Conv1D(
+                filters,
+                kernel_size,
+                strides=strides if i == 0 else 1,
+                dilation_rate=dilation,
+                padding="same",
+                use_bias=False,
+                dtype=policy,
+                name=f"conv_{i}",
+            )
+            for i in range(repeats)
+        ]
+        self.norms = [
+            keras.layers.BatchNormalization(dtype=policy, name=f"norm_{i}") for i in range(repeats)
+        ]
+        self.residual_convs = [
+            keras.layers.Conv1D(filters, 1, use_bias=False, dtype=policy, name=f"residual_{i}")
+            for i in range(num_residuals)
+        ]
+        self.residual_norms = [
+            keras.layers.BatchNormalization(dtype=policy, name=f"residual_norm_{i}")
+            for i in range(num_residuals)
+        ]
         self.dropout_layer = Dropout(dropout, dtype=policy)
 
     def call(self, x, residuals=(), training=False, keep=None):
         """`keep` [B, T, 1]: 1 at real frames; padded frames are zeroed after every sub-block, so that
         batch norm's shift there never reaches real frames through the next convolution."""
         if len(residuals) != self.num_residuals:
-            raise ValueError(f"{self.name} expects {self.num_residuals} residual input(s), got {len(residuals)}")
+            raise ValueError(
+                f"{self.name} expects {self.num_residuals} residual input(s), got {len(residuals)}"
+            )
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
             x = norm(conv(x), training=training)
             if i == self.repeats - 1:
-                for res, (res_conv, res_norm) in zip(residuals, zip(self.residual_convs, self.residual_norms)):
+                for res, (res_conv, res_norm) in zip(
+                    residuals, zip(self.residual_convs, self.residual_norms)
+                ):
                     x = x + res_norm(res_conv(res), training=training)
             x = self.dropout_layer(keras.ops.relu(x), training=training)
             if keep is not None:
@@ -60,6 +94,13 @@ class ConvBlock(keras.layers.Layer):
         return x
 
     def get_config(self):
-        return {**super().get_config(), "filters": self.filters, "kernel_size": self.kernel_size,
-                "repeats": self.repeats, "dropout": self.dropout, "strides": self.strides,
-                "dilation": self.dilation, "num_residuals": self.num_residuals}
+        return {
+            **super().get_config(),
+            "filters": self.filters,
+            "kernel_size": self.kernel_size,
+            "repeats": self.repeats,
+            "dropout": self.dropout,
+            "strides": self.strides,
+            "dilation": self.dilation,
+            "num_residuals": self.num_residuals,
+        }

@@ -28,12 +28,22 @@ class _WeightNorm(keras.layers.Layer):
 
     def _make_weights(self, shape, fan_in: int, gain: float):
         std = math.sqrt(gain * (1.0 - self.dropout) / fan_in)
-        self.v = self.add_weight(name="v", shape=shape, initializer=keras.initializers.RandomNormal(stddev=std),
-                                 autocast=False)
+        self.v = self.add_weight(
+            name="v",
+            shape=shape,
+            initializer=keras.initializers.RandomNormal(stddev=std),
+            autocast=False,
+        )
         initial_norm = ops.sqrt(ops.sum(ops.square(self.v), axis=tuple(range(len(shape) - 1))))
-        self.g = self.add_weight(name="g", shape=(self.units,),
-                                 initializer=lambda *a, **k: ops.convert_to_tensor(initial_norm), autocast=False)
-        self.bias = self.add_weight(name="bias", shape=(self.units,), initializer="zeros", autocast=False)
+        self.g = self.add_weight(
+            name="g",
+            shape=(self.units,),
+            initializer=lambda *a, **k: ops.convert_to_tensor(initial_norm),
+            autocast=False,
+        )
+        self.bias = self.add_weight(
+            name="bias", shape=(self.units,), initializer="zeros", autocast=False
+        )
 
     def kernel(self):
         v = ops.convert_to_tensor(self.v)
@@ -71,7 +81,9 @@ class WeightNormConv1D(_WeightNorm):
         dropout: float. Dropout applied before this layer (scales the initialization).
     """
 
-    def __init__(self, units: int, kernel_size: int, causal: bool = False, dropout: float = 0.0, **kwargs):
+    def __init__(
+        self, units: int, kernel_size: int, causal: bool = False, dropout: float = 0.0, **kwargs
+    ):
         super().__init__(units, dropout, **kwargs)
         if not causal and kernel_size % 2 == 0:
             raise ValueError(f"a centered convolution needs an odd kernel_size, got {kernel_size}")
@@ -79,7 +91,9 @@ class WeightNormConv1D(_WeightNorm):
 
     def build(self, input_shape):
         channels = input_shape[-1]
-        self._make_weights((self.kernel_size, channels, self.units), self.kernel_size * channels, gain=4.0)
+        self._make_weights(
+            (self.kernel_size, channels, self.units), self.kernel_size * channels, gain=4.0
+        )
 
     def call(self, x):
         left = self.kernel_size - 1 if self.causal else (self.kernel_size - 1) // 2
@@ -89,7 +103,9 @@ class WeightNormConv1D(_WeightNorm):
 
     def step(self, window):
         """Output [B, units] of one causal step from the last `kernel_size` inputs [B, k, C]."""
-        return ops.einsum("bkc,kcd->bd", window, self.kernel()) + ops.cast(self.bias, self.compute_dtype)
+        return ops.einsum("bkc,kcd->bd", window, self.kernel()) + ops.cast(
+            self.bias, self.compute_dtype
+        )
 
     def get_config(self):
         return {**super().get_config(), "kernel_size": self.kernel_size, "causal": self.causal}

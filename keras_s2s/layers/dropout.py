@@ -31,11 +31,15 @@ def drop(inputs, rate: float, seed):
     `seed`: int32 tensor [2], a stateless seed.
     """
     count = tf.size(inputs)
-    words = tf.random.stateless_uniform([(count + 1) // 2], seed, dtype=tf.uint32, minval=None, maxval=None)
+    words = tf.random.stateless_uniform(
+        [(count + 1) // 2], seed, dtype=tf.uint32, minval=None, maxval=None
+    )
     bits = tf.reshape(tf.bitcast(words, tf.uint16), [-1])[:count]
     keep = tf.reshape(bits >= tf.constant(round(rate * 2**BITS), tf.uint16), tf.shape(inputs))
     # one multiply by a 0-or-1/(1-rate) mask: its gradient is one multiply too (a select then a scale was two)
-    mask = tf.where(keep, tf.constant(1.0 / (1.0 - rate), inputs.dtype), tf.constant(0.0, inputs.dtype))
+    mask = tf.where(
+        keep, tf.constant(1.0 / (1.0 - rate), inputs.dtype), tf.constant(0.0, inputs.dtype)
+    )
     return inputs * tf.stop_gradient(mask)
 
 

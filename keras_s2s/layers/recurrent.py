@@ -37,7 +37,7 @@ def _hoisting_applies(layer, training) -> bool:
     return not (dropout or layer.unroll or tf.config.list_logical_devices("GPU"))
 
 
-def _cell_hoisting_applies(cell, training) -> bool:
+def cell_hoisting_applies(cell, training) -> bool:
     """Whether a decoder loop runs `cell` as a `LoopLSTMCell` (not with in-cell dropout while training)."""
     return not (training and (cell.dropout or cell.recurrent_dropout))
 
@@ -98,8 +98,16 @@ class RecurrentWeights:
         return identity(inputs, *self.weights)
 
 
-def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zero_output_for_mask: bool,
-                   recurrent: RecurrentWeights, saved: tuple = ()):
+def run_recurrence(
+    step,
+    projected,
+    initial_state,
+    mask,
+    go_backwards: bool,
+    zero_output_for_mask: bool,
+    recurrent: RecurrentWeights,
+    saved: tuple = (),
+):
     """Run `step(projected_t, states) -> (output, states, saved)` over time, Keras `backend.rnn` style.
 
     projected: [B, T, G] batch-major inputs of every step (already projected).
@@ -110,7 +118,9 @@ def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zer
     Returns (last output [B, U], outputs [B, T, U] in processing order, final states).
     """
     mask = mask[0] if isinstance(mask, (list, tuple)) else mask
-    initial_state = list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+    initial_state = (
+        list(initial_state) if isinstance(initial_state, (list, tuple)) else [initial_state]
+    )
     inputs = _time_major(projected)
     masks = None if mask is None else _time_major(tf.cast(mask, tf.bool))
     if go_backwards:
@@ -134,9 +144,14 @@ def run_recurrence(step, projected, initial_state, mask, go_backwards: bool, zer
             new_states = [tf.where(keep, new, old) for new, old in zip(new_states, states)]
         return (time + 1, outputs.write(time, output), saved, output, *new_states)
 
-    final = tf.while_loop(lambda time, *_: time < steps, body,
-                          (tf.constant(0), output_ta, saved_ta, zero_output, *initial_state),
-                          parallel_iterations=32, swap_memory=True, maximum_iterations=steps)
+    final = tf.while_loop(
+        lambda time, *_: time < steps,
+        body,
+        (tf.constant(0), output_ta, saved_ta, zero_output, *initial_state),
+        parallel_iterations=32,
+        swap_memory=True,
+        maximum_iterations=steps,
+    )
     recurrent.stacked.update({name: tf.stop_gradient(ta.stack()) for name, ta in final[2].items()})
     outputs = _time_major(final[1].stack())
     return final[3], outputs, list(final[4:])
@@ -178,7 +193,9 @@ class LoopLSTMCell:
             kernel = kernel[rows:]
         else:
             additive = tf.broadcast_to(bias, tf.stack([steps, batch, size]))
-        self.recurrent = RecurrentWeights(ops.concatenate([kernel, ops.cast(cell.recurrent_kernel, dtype)], 0))
+        self.recurrent = RecurrentWeights(
+            ops.concatenate([kernel, ops.cast(cell.recurrent_kernel, dtype)], 0)
+        )
         (self.kernel,) = self.recurrent.frozen()
         additive = self.recurrent.attach(additive)
         self.additive = tf.TensorArray(additive.dtype, size=_steps(additive)).unstack(additive)
@@ -187,7 +204,7 @@ class LoopLSTMCell:
         """(h, c, x) at step `time` from the cell's inputs (`known`'s slice first: ignored, it is projected
         already) and state (h, c); the loop saves x."""
         h, c = state
-        x = ops.concatenate([*inputs[self.known_inputs:], h], -1)
+        x = ops.concatenate([*inputs[self.known_inputs :], h], -1)
         h, c = lstm_gates(self.cell, self.additive.read(time) + tf.matmul(x, self.kernel), c)
         return h, c, x
 
@@ -205,15 +222,23 @@ class LSTM(keras.layers.LSTM):
             return super().inner_loop(sequences, initial_state, mask, training=training)
         cell, dtype = self.cell, self.cell.compute_dtype
         projected = _project(cell, sequences, cell.bias if cell.use_bias else None)
-        recurrent = RecurrentWeights(ops.cast(cell.recurrent_kernel, dtype))  # cast once, gradient after the loop
+        # cast once, gradient after the loop
+        recurrent = RecurrentWeights(ops.cast(cell.recurrent_kernel, dtype))
         (kernel,) = recurrent.frozen()
 
         def step(z, states):
             h, c = lstm_gates(cell, z + tf.matmul(states[0], kernel), states[1])
             return h, [h, c], {}
 
-        return run_recurrence(step, projected, initial_state, mask, self.go_backwards,
-                              self.zero_output_for_mask, recurrent)
+        return run_recurrence(
+            step,
+            projected,
+            initial_state,
+            mask,
+            self.go_backwards,
+            self.zero_output_for_mask,
+            recurrent,
+        )
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -230,11 +255,14 @@ class GRU(keras.layers.GRU):
         projected = _project(cell, sequences, cell.bias[0] if cell.use_bias else None)
         recurrent_bias = ops.cast(cell.bias[1], dtype) if cell.use_bias else None
 
-        def d_inner(upstream, stacked):  # inner = h @ U + b enters z and r additively, the candidate through r
+        # inner = h @ U + b enters z and r additively, the candidate through r
+        def d_inner(upstream, stacked):
             d_z, d_r, d_h = tf.split(upstream, 3, axis=-1)
             return tf.concat([d_z, d_r, stacked["reset"] * d_h], axis=-1)
 
-        recurrent = RecurrentWeights(ops.cast(cell.recurrent_kernel, dtype), recurrent_bias, d_inner)
+        recurrent = RecurrentWeights(
+            ops.cast(cell.recurrent_kernel, dtype), recurrent_bias, d_inner
+        )
         frozen = recurrent.frozen()
 
         def step(x, states):
@@ -250,5 +278,13 @@ class GRU(keras.layers.GRU):
             h = z * h + (1 - z) * candidate
             return h, [h], {"reset": r}
 
-        return run_recurrence(step, projected, initial_state, mask, self.go_backwards, self.zero_output_for_mask,
-                              recurrent, saved=("reset",))
+        return run_recurrence(
+            step,
+            projected,
+            initial_state,
+            mask,
+            self.go_backwards,
+            self.zero_output_for_mask,
+            recurrent,
+            saved=("reset",),
+        )

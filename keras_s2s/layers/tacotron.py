@@ -11,6 +11,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_s2s.layers.attention import masked_softmax
 from keras_s2s.layers.dropout import Dropout
 
 
@@ -23,21 +24,44 @@ class ConvStack(keras.layers.Layer):
     layer, so real positions never see padding through a convolution.
     """
 
-    def __init__(self, channels: int, kernel_size: int = 5, layers: int = 3, activation: str = "relu",
-                 dropout: float = 0.5, last_channels: int | None = None, last_activation: str | None = None,
-                 **kwargs):
+    def __init__(
+        self,
+        channels: int,
+        kernel_size: int = 5,
+        layers: int = 3,
+        activation: str = "relu",
+        dropout: float = 0.5,
+        last_channels: int | None = None,
+        last_activation: str | None = None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
-        self.channels, self.kernel_size, self.layers, self.activation = channels, kernel_size, layers, activation
-        self.dropout, self.last_channels, self.last_activation = dropout, last_channels, last_activation
+        self.channels, self.kernel_size, self.layers, self.activation = (
+            channels,
+            kernel_size,
+            layers,
+            activation,
+        )
+        self.dropout, self.last_channels, self.last_activation = (
+            dropout,
+            last_channels,
+            last_activation,
+        )
         policy = self.dtype_policy
         sizes = [channels] * (layers - 1) + [last_channels or channels]
-        self.convs = [keras.layers.Conv1D(size, kernel_size, padding="same", dtype=policy, name=f"conv_{i}")
-                      for i, size in enumerate(sizes)]
-        self.norms = [keras.layers.BatchNormalization(dtype=policy, name=f"norm_{i}") for i in range(layers)]
+        self.convs = [
+            keras.layers.Conv1D(size, kernel_size, padding="same", dtype=policy, name=f"conv_{i}")
+            for i, size in enumerate(sizes)
+        ]
+        self.norms = [
+            keras.layers.BatchNormalization(dtype=policy, name=f"norm_{i}") for i in range(layers)
+        ]
         self.dropout_layer = Dropout(dropout, dtype=policy)
 
     def build(self, input_shape):
-        for conv, norm, channels in zip(self.convs, self.norms, [input_shape[-1]] + [c.filters for c in self.convs]):
+        for conv, norm, channels in zip(
+            self.convs, self.norms, [input_shape[-1]] + [c.filters for c in self.convs]
+        ):
             conv.build((None, None, channels))
             norm.build((None, None, conv.filters))
         self.built = True
@@ -48,16 +72,25 @@ class ConvStack(keras.layers.Layer):
         for i, (conv, norm) in enumerate(zip(self.convs, self.norms)):
             last = i == self.layers - 1
             x = norm(conv(x), training=training)
-            activation = (self.last_activation if last and self.last_channels else self.activation) or "linear"
+            activation = (
+                self.last_activation if last and self.last_channels else self.activation
+            ) or "linear"
             x = self.dropout_layer(keras.activations.get(activation)(x), training=training)
             if keep is not None:
                 x = x * ops.cast(keep, x.dtype)
         return x
 
     def get_config(self):
-        return {**super().get_config(), "channels": self.channels, "kernel_size": self.kernel_size,
-                "layers": self.layers, "activation": self.activation, "dropout": self.dropout,
-                "last_channels": self.last_channels, "last_activation": self.last_activation}
+        return {
+            **super().get_config(),
+            "channels": self.channels,
+            "kernel_size": self.kernel_size,
+            "layers": self.layers,
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "last_channels": self.last_channels,
+            "last_activation": self.last_activation,
+        }
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -65,11 +98,15 @@ class Prenet(keras.layers.Layer):
     """Fully connected ReLU layers with dropout that stays on at inference (`always_dropout`),
     which Tacotron 2 needs as its only source of output variation."""
 
-    def __init__(self, units=(256, 256), dropout: float = 0.5, always_dropout: bool = True, **kwargs):
+    def __init__(
+        self, units=(256, 256), dropout: float = 0.5, always_dropout: bool = True, **kwargs
+    ):
         super().__init__(**kwargs)
         self.units, self.dropout, self.always_dropout = list(units), dropout, always_dropout
-        self.dense = [keras.layers.Dense(u, activation="relu", dtype=self.dtype_policy, name=f"dense_{i}")
-                      for i, u in enumerate(self.units)]
+        self.dense = [
+            keras.layers.Dense(u, activation="relu", dtype=self.dtype_policy, name=f"dense_{i}")
+            for i, u in enumerate(self.units)
+        ]
         self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
     def build(self, input_shape):
@@ -85,8 +122,12 @@ class Prenet(keras.layers.Layer):
         return x
 
     def get_config(self):
-        return {**super().get_config(), "units": self.units, "dropout": self.dropout,
-                "always_dropout": self.always_dropout}
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "dropout": self.dropout,
+            "always_dropout": self.always_dropout,
+        }
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -104,9 +145,12 @@ class LocationSensitiveAttention(keras.layers.Layer):
         policy = self.dtype_policy
         self.query_layer = keras.layers.Dense(units, use_bias=False, dtype=policy, name="query")
         self.memory_layer = keras.layers.Dense(units, use_bias=False, dtype=policy, name="memory")
-        self.location_conv = keras.layers.Conv1D(filters, kernel_size, padding="same", use_bias=False, dtype=policy,
-                                                 name="location_conv")
-        self.location_layer = keras.layers.Dense(units, use_bias=False, dtype=policy, name="location")
+        self.location_conv = keras.layers.Conv1D(
+            filters, kernel_size, padding="same", use_bias=False, dtype=policy, name="location_conv"
+        )
+        self.location_layer = keras.layers.Dense(
+            units, use_bias=False, dtype=policy, name="location"
+        )
         self.energy_layer = keras.layers.Dense(1, dtype=policy, name="energy")
 
     def build(self, query_size: int, memory_size: int):
@@ -123,13 +167,20 @@ class LocationSensitiveAttention(keras.layers.Layer):
 
     def call(self, query, keys, memory, weights, cumulative, mask):
         """Context [B, D] and float32 weights [B, L] for `query` [B, Q]; `mask` [B, L] marks real inputs."""
-        location = self.location_layer(self.location_conv(ops.cast(ops.stack([weights, cumulative], -1), keys.dtype)))
-        energies = self.energy_layer(ops.tanh(self.query_layer(query)[:, None, :] + keys + location))[..., 0]
-        energies = ops.where(mask, ops.cast(energies, "float32"), -1e9)
-        weights = ops.softmax(energies, axis=-1)
+        location = self.location_layer(
+            self.location_conv(ops.cast(ops.stack([weights, cumulative], -1), keys.dtype))
+        )
+        energies = self.energy_layer(
+            ops.tanh(self.query_layer(query)[:, None, :] + keys + location)
+        )[..., 0]
+        weights = masked_softmax(energies, mask)
         context = ops.einsum("bl,bld->bd", ops.cast(weights, memory.dtype), memory)
         return context, weights
 
     def get_config(self):
-        return {**super().get_config(), "units": self.units, "filters": self.filters,
-                "kernel_size": self.kernel_size}
+        return {
+            **super().get_config(),
+            "units": self.units,
+            "filters": self.filters,
+            "kernel_size": self.kernel_size,
+        }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_s2s.layers.attention import masked_softmax
 from keras_s2s.layers.dropout import Dropout
 
 
@@ -49,7 +50,11 @@ class MultiHeadAttention(keras.layers.Layer):
         self.d_model, self.num_heads, self.dropout = d_model, num_heads, dropout
         self.head_dim = d_model // num_heads
         dense = lambda name: keras.layers.Dense(d_model, dtype=self.dtype_policy, name=name)  # noqa: E731
-        self.query_dense, self.key_dense, self.value_dense = dense("query"), dense("key"), dense("value")
+        self.query_dense, self.key_dense, self.value_dense = (
+            dense("query"),
+            dense("key"),
+            dense("value"),
+        )
         self.output_dense = dense("output")
         self.dropout_layer = Dropout(dropout, dtype=self.dtype_policy)
 
@@ -67,11 +72,9 @@ class MultiHeadAttention(keras.layers.Layer):
         `keys`/`values` are projected ([B, L, H, Dh], from `project_kv`);
         `mask` [B, T, L] or broadcastable, True where attending is allowed.
         """
-        q = self._split(self.query_dense(query)) * ops.cast(self.head_dim ** -0.5, query.dtype)
-        scores = ops.cast(ops.einsum("bthd,blhd->bhtl", q, keys), "float32")
-        if mask is not None:
-            scores = ops.where(ops.expand_dims(mask, 1), scores, -1e9)
-        weights = ops.softmax(scores, axis=-1)
+        q = self._split(self.query_dense(query)) * ops.cast(self.head_dim**-0.5, query.dtype)
+        scores = ops.einsum("bthd,blhd->bhtl", q, keys)
+        weights = masked_softmax(scores, None if mask is None else ops.expand_dims(mask, 1))
         dropped = self.dropout_layer(weights, training=training)
         context = ops.einsum("bhtl,blhd->bthd", ops.cast(dropped, values.dtype), values)
         shape = ops.shape(context)
@@ -79,15 +82,26 @@ class MultiHeadAttention(keras.layers.Layer):
         return output, ops.mean(weights, axis=1)
 
     def get_config(self):
-        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads,
-                "dropout": self.dropout}
+        return {
+            **super().get_config(),
+            "d_model": self.d_model,
+            "num_heads": self.num_heads,
+            "dropout": self.dropout,
+        }
 
 
 class _Block(keras.layers.Layer):
     """Shared parts: residual sublayers with pre- or post-normalization, the feed-forward net."""
 
-    def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float = 0.1,
-                 normalize_first: bool = True, **kwargs):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        ffn_dim: int,
+        dropout: float = 0.1,
+        normalize_first: bool = True,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         self.d_model, self.num_heads, self.ffn_dim = d_model, num_heads, ffn_dim
         self.dropout, self.normalize_first = dropout, normalize_first
@@ -106,19 +120,33 @@ class _Block(keras.layers.Layer):
         return self.ffn_out(self.dropout_layer(self.ffn_in(x), training=training))
 
     def get_config(self):
-        return {**super().get_config(), "d_model": self.d_model, "num_heads": self.num_heads,
-                "ffn_dim": self.ffn_dim, "dropout": self.dropout, "normalize_first": self.normalize_first}
+        return {
+            **super().get_config(),
+            "d_model": self.d_model,
+            "num_heads": self.num_heads,
+            "ffn_dim": self.ffn_dim,
+            "dropout": self.dropout,
+            "normalize_first": self.normalize_first,
+        }
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class TransformerEncoderBlock(_Block):
     """Self-attention + feed-forward, each in a residual connection."""
 
-    def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float = 0.1,
-                 normalize_first: bool = True, **kwargs):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        ffn_dim: int,
+        dropout: float = 0.1,
+        normalize_first: bool = True,
+        **kwargs,
+    ):
         super().__init__(d_model, num_heads, ffn_dim, dropout, normalize_first, **kwargs)
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, dtype=self.dtype_policy,
-                                                 name="self_attention")
+        self.self_attention = MultiHeadAttention(
+            d_model, num_heads, dropout, dtype=self.dtype_policy, name="self_attention"
+        )
         self.attention_norm = Float32LayerNorm(epsilon=1e-6, name="attention_norm")
         self.ffn_norm = Float32LayerNorm(epsilon=1e-6, name="ffn_norm")
 
@@ -143,12 +171,23 @@ class TransformerDecoderBlock(_Block):
     never recomputes the prefix.
     """
 
-    def __init__(self, d_model: int, num_heads: int, ffn_dim: int, dropout: float = 0.1,
-                 normalize_first: bool = True, **kwargs):
+    def __init__(
+        self,
+        d_model: int,
+        num_heads: int,
+        ffn_dim: int,
+        dropout: float = 0.1,
+        normalize_first: bool = True,
+        **kwargs,
+    ):
         super().__init__(d_model, num_heads, ffn_dim, dropout, normalize_first, **kwargs)
         policy = self.dtype_policy
-        self.self_attention = MultiHeadAttention(d_model, num_heads, dropout, dtype=policy, name="self_attention")
-        self.cross_attention = MultiHeadAttention(d_model, num_heads, dropout, dtype=policy, name="cross_attention")
+        self.self_attention = MultiHeadAttention(
+            d_model, num_heads, dropout, dtype=policy, name="self_attention"
+        )
+        self.cross_attention = MultiHeadAttention(
+            d_model, num_heads, dropout, dtype=policy, name="cross_attention"
+        )
         self.self_norm = Float32LayerNorm(epsilon=1e-6, name="self_attention_norm")
         self.cross_norm = Float32LayerNorm(epsilon=1e-6, name="cross_attention_norm")
         self.ffn_norm = Float32LayerNorm(epsilon=1e-6, name="ffn_norm")
@@ -157,7 +196,9 @@ class TransformerDecoderBlock(_Block):
         weights = []
 
         def attend(h):
-            out, w = self.cross_attention(h, *memory_kv, ops.expand_dims(memory_mask, 1), training=training)
+            out, w = self.cross_attention(
+                h, *memory_kv, ops.expand_dims(memory_mask, 1), training=training
+            )
             weights.append(w)
             return out
 
@@ -188,7 +229,8 @@ class TransformerDecoderBlock(_Block):
         Returns: output [B, 1, D], the updated cache, cross-attention weights [B, 1, S].
         """
         slots = ops.arange(ops.shape(cache[0])[1])[None, :]  # [1, L]
-        is_now = ops.expand_dims(ops.expand_dims(slots == position[:, None], -1), -1)  # [B, L, 1, 1]
+        # [B, L, 1, 1]
+        is_now = ops.expand_dims(ops.expand_dims(slots == position[:, None], -1), -1)
 
         updated = []
 

@@ -22,9 +22,10 @@ import math
 
 import keras
 import keras_hub
-from keras import ops
 import tensorflow as tf
+from keras import ops
 
+from keras_s2s.layers.attention import masked_softmax
 from keras_s2s.layers.convolution import WeightNormConv1D, WeightNormDense
 from keras_s2s.layers.dropout import Dropout
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM, positions_of
@@ -62,45 +63,89 @@ class ConvS2S(Seq2SeqLM):
         decode_max_length: int = 128,
         **kwargs,
     ):
-        super().__init__(vocab_size=vocab_size, source_vocab_size=source_vocab_size, tokenizer=tokenizer,
-                         decode_max_length=decode_max_length, **kwargs)
+        super().__init__(
+            vocab_size=vocab_size,
+            source_vocab_size=source_vocab_size,
+            tokenizer=tokenizer,
+            decode_max_length=decode_max_length,
+            **kwargs,
+        )
         channels, kernel_sizes = [int(c) for c in channels], [int(k) for k in kernel_sizes]
         if not channels or len(channels) != len(kernel_sizes):
-            raise ValueError(f"channels ({len(channels)} layers) and kernel_sizes ({len(kernel_sizes)}) "
-                             "must be non-empty lists of the same length")
+            raise ValueError(
+                f"channels ({len(channels)} layers) and kernel_sizes ({len(kernel_sizes)}) "
+                "must be non-empty lists of the same length"
+            )
         self.embedding_dim, self.channels, self.kernel_sizes = embedding_dim, channels, kernel_sizes
-        self.out_embedding_dim, self.dropout, self.max_positions = out_embedding_dim, dropout, max_positions
+        self.out_embedding_dim, self.dropout, self.max_positions = (
+            out_embedding_dim,
+            dropout,
+            max_positions,
+        )
         policy = self.dtype_policy
         embed_init = keras.initializers.RandomNormal(stddev=0.1)
 
         def embeddings(prefix, size):
-            return (keras.layers.Embedding(size, embedding_dim, embeddings_initializer=embed_init,
-                                           dtype=policy, name=f"{prefix}_embedding"),
-                    keras_hub.layers.PositionEmbedding(max_positions, initializer=embed_init, dtype=policy,
-                                                       name=f"{prefix}_positions"))
+            return (
+                keras.layers.Embedding(
+                    size,
+                    embedding_dim,
+                    embeddings_initializer=embed_init,
+                    dtype=policy,
+                    name=f"{prefix}_embedding",
+                ),
+                keras_hub.layers.PositionEmbedding(
+                    max_positions, initializer=embed_init, dtype=policy, name=f"{prefix}_positions"
+                ),
+            )
 
         def stack(prefix, causal):
             convs, projections, widths = [], [], [channels[0]] + channels
             for i, (width, kernel) in enumerate(zip(channels, kernel_sizes)):
-                convs.append(WeightNormConv1D(2 * width, kernel, causal=causal, dropout=dropout, dtype=policy,
-                                              name=f"{prefix}_conv_{i}"))
-                projections.append(WeightNormDense(width, dtype=policy, name=f"{prefix}_residual_{i}")
-                                   if widths[i] != width else None)
+                convs.append(
+                    WeightNormConv1D(
+                        2 * width,
+                        kernel,
+                        causal=causal,
+                        dropout=dropout,
+                        dtype=policy,
+                        name=f"{prefix}_conv_{i}",
+                    )
+                )
+                projections.append(
+                    WeightNormDense(width, dtype=policy, name=f"{prefix}_residual_{i}")
+                    if widths[i] != width
+                    else None
+                )
             return convs, projections
 
-        self.source_embedding, self.source_positions = embeddings("source", source_vocab_size or vocab_size)
+        self.source_embedding, self.source_positions = embeddings(
+            "source", source_vocab_size or vocab_size
+        )
         self.target_embedding, self.target_positions = embeddings("target", vocab_size)
-        self.encoder_in = WeightNormDense(channels[0], dropout=dropout, dtype=policy, name="encoder_in")
+        self.encoder_in = WeightNormDense(
+            channels[0], dropout=dropout, dtype=policy, name="encoder_in"
+        )
         self.encoder_convs, self.encoder_residuals = stack("encoder", causal=False)
         self.encoder_out = WeightNormDense(embedding_dim, dtype=policy, name="encoder_out")
-        self.decoder_in = WeightNormDense(channels[0], dropout=dropout, dtype=policy, name="decoder_in")
+        self.decoder_in = WeightNormDense(
+            channels[0], dropout=dropout, dtype=policy, name="decoder_in"
+        )
         self.decoder_convs, self.decoder_residuals = stack("decoder", causal=True)
-        self.attention_in = [WeightNormDense(embedding_dim, dtype=policy, name=f"attention_in_{i}")
-                             for i in range(len(channels))]
-        self.attention_out = [WeightNormDense(width, dtype=policy, name=f"attention_out_{i}")
-                              for i, width in enumerate(channels)]
-        self.decoder_out = WeightNormDense(out_embedding_dim or embedding_dim, dtype=policy, name="decoder_out")
-        self.output_projection = WeightNormDense(vocab_size, dropout=dropout, dtype=policy, name="output_projection")
+        self.attention_in = [
+            WeightNormDense(embedding_dim, dtype=policy, name=f"attention_in_{i}")
+            for i in range(len(channels))
+        ]
+        self.attention_out = [
+            WeightNormDense(width, dtype=policy, name=f"attention_out_{i}")
+            for i, width in enumerate(channels)
+        ]
+        self.decoder_out = WeightNormDense(
+            out_embedding_dim or embedding_dim, dtype=policy, name="decoder_out"
+        )
+        self.output_projection = WeightNormDense(
+            vocab_size, dropout=dropout, dtype=policy, name="output_projection"
+        )
         self.dropout_layer = Dropout(dropout, dtype=policy)
 
     # --- pieces shared by training and step-wise decoding -----------------------------------
@@ -113,9 +158,8 @@ class ConvS2S(Seq2SeqLM):
     def _attend(self, i, x, target_embedded, encoded):
         """Multi-step attention of decoder layer i: returns (x + context) * sqrt(.5) and weights [B, T, S]."""
         query = (self.attention_in[i](x) + target_embedded) * ops.cast(SQRT_HALF, x.dtype)
-        scores = ops.cast(ops.einsum("bte,bse->bts", query, encoded["keys"]), "float32")
-        scores = ops.where(ops.expand_dims(encoded["mask"], 1), scores, -1e9)
-        weights = ops.softmax(scores, axis=-1)
+        scores = ops.einsum("bte,bse->bts", query, encoded["keys"])
+        weights = masked_softmax(scores, ops.expand_dims(encoded["mask"], 1))
         context = ops.einsum("bts,bse->bte", ops.cast(weights, x.dtype), encoded["values"])
         context = context * ops.cast(encoded["scale"], x.dtype)[:, None, None]
         return (x + self.attention_out[i](context)) * ops.cast(SQRT_HALF, x.dtype), weights
@@ -130,17 +174,28 @@ class ConvS2S(Seq2SeqLM):
     def encode(self, source_ids, training=False):
         mask = ops.not_equal(source_ids, 0)
         keep = ops.cast(mask, self.compute_dtype)[..., None]
-        embedded = self._embed(self.source_embedding, self.source_positions, source_ids,
-                               positions_of(source_ids), training)
+        embedded = self._embed(
+            self.source_embedding,
+            self.source_positions,
+            source_ids,
+            positions_of(source_ids),
+            training,
+        )
         x = self.encoder_in(embedded)
         for i, conv in enumerate(self.encoder_convs):
             residual = x
-            x = conv(self.dropout_layer(x, training=training) * keep)  # padding never leaks into real positions
+            # padding never leaks into real positions
+            x = conv(self.dropout_layer(x, training=training) * keep)
             x = self._glu_residual(i, x, residual, self.encoder_residuals)
         keys = self.encoder_out(x) * keep
         lengths = ops.sum(ops.cast(mask, "float32"), axis=1)
-        return {"keys": keys, "values": (keys + embedded) * ops.cast(SQRT_HALF, keys.dtype), "mask": mask,
-                "scale": ops.sqrt(ops.maximum(lengths, 1.0))}  # s * sqrt(1/s) of the paper
+        # s * sqrt(1/s) of the paper
+        return {
+            "keys": keys,
+            "values": (keys + embedded) * ops.cast(SQRT_HALF, keys.dtype),
+            "mask": mask,
+            "scale": ops.sqrt(ops.maximum(lengths, 1.0)),
+        }
 
     def _readout(self, x, training=False):
         x = self.dropout_layer(self.decoder_out(x), training=training)
@@ -149,29 +204,43 @@ class ConvS2S(Seq2SeqLM):
     def call(self, inputs, training=False):
         encoded = self.encode(inputs["source"], training=training)
         target_in = inputs["target_in"]
-        embedded = self._embed(self.target_embedding, self.target_positions, target_in,
-                               positions_of(target_in), training)
+        embedded = self._embed(
+            self.target_embedding,
+            self.target_positions,
+            target_in,
+            positions_of(target_in),
+            training,
+        )
         x = self.decoder_in(embedded)
         for i, conv in enumerate(self.decoder_convs):
             residual = x
-            x = self._glu_residual(i, conv(self.dropout_layer(x, training=training)), residual,
-                                   self.decoder_residuals)
+            x = self._glu_residual(
+                i, conv(self.dropout_layer(x, training=training)), residual, self.decoder_residuals
+            )
             x, _ = self._attend(i, x, embedded, encoded)
         return self._readout(x, training)
 
     def initial_decoder_state(self, encoded, max_length):
         batch = tf.shape(encoded["mask"])[0]
-        state = {"position": tf.zeros([batch], tf.int32),
-                 "attention": tf.zeros(tf.shape(encoded["mask"]), tf.float32)}
+        state = {
+            "position": tf.zeros([batch], tf.int32),
+            "attention": tf.zeros(tf.shape(encoded["mask"]), tf.float32),
+        }
         widths = [self.channels[0]] + self.channels
-        for i, kernel in enumerate(self.kernel_sizes):  # the last kernel-1 inputs of each causal convolution
+        # the last kernel-1 inputs of each causal convolution
+        for i, kernel in enumerate(self.kernel_sizes):
             state[f"buffer_{i}"] = tf.zeros([batch, kernel - 1, widths[i]], self.compute_dtype)
         return state
 
     def decode_step(self, token_ids, state, encoded):
         position = state["position"]
-        embedded = self._embed(self.target_embedding, self.target_positions, token_ids[:, None],
-                               position[:, None], False)
+        embedded = self._embed(
+            self.target_embedding,
+            self.target_positions,
+            token_ids[:, None],
+            position[:, None],
+            False,
+        )
         x = self.decoder_in(embedded)
         new_state = {"position": position + 1}
         total_weights = 0.0
@@ -190,9 +259,14 @@ class ConvS2S(Seq2SeqLM):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "embedding_dim": self.embedding_dim, "channels": list(self.channels),
-            "kernel_sizes": list(self.kernel_sizes), "out_embedding_dim": self.out_embedding_dim,
-            "dropout": self.dropout, "max_positions": self.max_positions,
-        })
+        config.update(
+            {
+                "embedding_dim": self.embedding_dim,
+                "channels": list(self.channels),
+                "kernel_sizes": list(self.kernel_sizes),
+                "out_embedding_dim": self.out_embedding_dim,
+                "dropout": self.dropout,
+                "max_positions": self.max_positions,
+            }
+        )
         return config

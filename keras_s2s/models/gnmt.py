@@ -11,7 +11,7 @@ The decoder runs without input feeding (the context is not fed back into the
 LSTMs), as in Ono et al. 2019: training computes the whole LSTM stack first
 and attention for all steps at once, which is faster and lets the hybrid mode
 place LSTM layers on different devices (`set_placement`, see
-`keras_s2s.training.placement`).
+`keras_s2s.distribution.placement`).
 
 Example:
     >>> model = GNMT(vocab_size=1000, num_layers=2, units=64)
@@ -23,14 +23,14 @@ from __future__ import annotations
 import contextlib
 
 import keras
-from keras import ops
 import tensorflow as tf
+from keras import ops
 
+from keras_s2s.distribution import placement as hybrid
 from keras_s2s.layers.attention import NormalizedBahdanauAttention
 from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers.recurrent import LSTM
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM
-from keras_s2s.training import placement as hybrid
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -64,10 +64,17 @@ class GNMT(Seq2SeqLM):
         decode_max_length: int = 128,
         **kwargs,
     ):
-        super().__init__(vocab_size=vocab_size, source_vocab_size=source_vocab_size, tokenizer=tokenizer,
-                         decode_max_length=decode_max_length, **kwargs)
+        super().__init__(
+            vocab_size=vocab_size,
+            source_vocab_size=source_vocab_size,
+            tokenizer=tokenizer,
+            decode_max_length=decode_max_length,
+            **kwargs,
+        )
         if num_layers < 2:
-            raise ValueError(f"GNMT needs num_layers >= 2 (a bidirectional layer, then more); got {num_layers}")
+            raise ValueError(
+                f"GNMT needs num_layers >= 2 (a bidirectional layer, then more); got {num_layers}"
+            )
         self.num_layers = num_layers
         self.units = units
         self.embedding_dim = embedding_dim
@@ -76,36 +83,59 @@ class GNMT(Seq2SeqLM):
         self.residual_start = residual_start
         dtype = self.dtype_policy
         emb = embedding_dim or units
-        self.source_embedding = keras.layers.Embedding(source_vocab_size or vocab_size, emb, dtype=dtype,
-                                                       name="source_embedding")
-        self.target_embedding = keras.layers.Embedding(vocab_size, emb, dtype=dtype, name="target_embedding")
+        self.source_embedding = keras.layers.Embedding(
+            source_vocab_size or vocab_size, emb, dtype=dtype, name="source_embedding"
+        )
+        self.target_embedding = keras.layers.Embedding(
+            vocab_size, emb, dtype=dtype, name="target_embedding"
+        )
         # unidirectional LSTMs return their state too, so the hybrid mode can run them in time chunks
         self.encoder_layers = [
             keras.layers.Bidirectional(
                 LSTM(units, return_sequences=True, dtype=dtype), dtype=dtype, name="encoder_bilstm"
             )
         ] + [
-            LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"encoder_lstm_{i}")
+            LSTM(
+                units,
+                return_sequences=True,
+                return_state=True,
+                dtype=dtype,
+                name=f"encoder_lstm_{i}",
+            )
             for i in range(1, num_layers)
         ]
         self.decoder_layers = [
-            LSTM(units, return_sequences=True, return_state=True, dtype=dtype, name=f"decoder_lstm_{i}")
+            LSTM(
+                units,
+                return_sequences=True,
+                return_state=True,
+                dtype=dtype,
+                name=f"decoder_lstm_{i}",
+            )
             for i in range(num_layers)
         ]
         self.dropout_layer = Dropout(dropout, dtype=dtype)
-        self.attention = NormalizedBahdanauAttention(attention_units or units, dtype=dtype, name="attention")
-        self.combine = keras.layers.Dense(units, activation="tanh", dtype=dtype, name="attention_combine")
+        self.attention = NormalizedBahdanauAttention(
+            attention_units or units, dtype=dtype, name="attention"
+        )
+        self.combine = keras.layers.Dense(
+            units, activation="tanh", dtype=dtype, name="attention_combine"
+        )
         # the projection's matmul runs in the compute dtype (fast); logits are cast to float32 for the softmax
-        self.output_projection = keras.layers.Dense(vocab_size, dtype=dtype, name="output_projection")
+        self.output_projection = keras.layers.Dense(
+            vocab_size, dtype=dtype, name="output_projection"
+        )
         self.placement = None  # a hybrid.LayerPlan once placed; not part of the config
 
     # --- hybrid placement -------------------------------------------------------------------
 
     def set_placement(self, plan: hybrid.LayerPlan) -> None:
-        """Place layers by `plan` (see `keras_s2s.training.placement`); call before the model is built."""
+        """Place layers by `plan` (see `keras_s2s.distribution.placement`); call before the model is built."""
         if self.built:
-            raise ValueError("place the model before it is built: its variables already live on one device "
-                             "(load it with strategy=HybridParallel(...) or call set_placement first)")
+            raise ValueError(
+                "place the model before it is built: its variables already live on one device "
+                "(load it with strategy=HybridParallel(...) or call set_placement first)"
+            )
         self.placement = plan
 
     def _on(self, layer):
@@ -131,7 +161,9 @@ class GNMT(Seq2SeqLM):
         for index, layer in enumerate(layers):
             with self._on(layer):
                 if len(pieces) < chunks and not isinstance(layer, keras.layers.Bidirectional):
-                    pieces, masks = hybrid.split_in_time(hybrid.join_in_time(pieces, length), mask, chunks)
+                    pieces, masks = hybrid.split_in_time(
+                        hybrid.join_in_time(pieces, length), mask, chunks
+                    )
                 outputs = self._run_layer(layer, pieces, masks, training)
                 if index >= self.residual_start:
                     outputs = [out + piece for out, piece in zip(outputs, pieces)]
@@ -153,7 +185,9 @@ class GNMT(Seq2SeqLM):
         keys = encoded.get("keys")
         if keys is None:
             keys = self.attention.project_memory(encoded["memory"])
-        context, weights = self.attention(decoder_out, encoded["memory"], encoded["mask"], keys=keys)
+        context, weights = self.attention(
+            decoder_out, encoded["memory"], encoded["mask"], keys=keys
+        )
         combined = self.combine(ops.concatenate([decoder_out, context], axis=-1))
         logits = self.output_projection(self.dropout_layer(combined, training=training))
         return ops.cast(logits, "float32"), weights
@@ -186,7 +220,9 @@ class GNMT(Seq2SeqLM):
     def initial_decoder_state(self, encoded, max_length):
         batch = tf.shape(encoded["memory"])[0]
         zeros = tf.zeros([batch, self.units], self.compute_dtype)
-        state = {f"{part}_{i}": zeros for i in range(len(self.decoder_layers)) for part in ("h", "c")}
+        state = {
+            f"{part}_{i}": zeros for i in range(len(self.decoder_layers)) for part in ("h", "c")
+        }
         state["attention"] = tf.zeros(tf.shape(encoded["mask"]), tf.float32)
         return state
 

@@ -16,39 +16,27 @@ from __future__ import annotations
 
 import logging
 
-import numpy as np
 import keras
+import numpy as np
 import tensorflow as tf
 
 from keras_s2s.config import check_count
+from keras_s2s.data.padding import round_up
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, length_penalty, only_eos_at_limit
+from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
 
 log = logging.getLogger("keras_s2s")
 
 
-class FunctionCache:
-    """A plain dict holder: TensorFlow does not track it, so SavedModel export skips the cached functions."""
-
-    def __init__(self):
-        self.functions = {}
-
-    def __contains__(self, key):
-        return key in self.functions
-
-    def __getitem__(self, key):
-        return self.functions[key]
-
-    def __setitem__(self, key, value):
-        self.functions[key] = value
-
-
 def positions_of(ids):
     """Position indices [B, T] (0, 1, ...) of a batch of ids [B, T]."""
-    return keras.ops.broadcast_to(keras.ops.arange(keras.ops.shape(ids)[1])[None, :], keras.ops.shape(ids))
+    return keras.ops.broadcast_to(
+        keras.ops.arange(keras.ops.shape(ids)[1])[None, :], keras.ops.shape(ids)
+    )
 
 
-class Seq2SeqLM(keras.Model):
+class Seq2SeqLM(ZooModel):
     """Base of encoder-decoder language models with greedy and beam-search decoding.
 
     Args:
@@ -59,21 +47,32 @@ class Seq2SeqLM(keras.Model):
         decode_max_length: int. Longest output `generate` produces by default.
     """
 
-    def __init__(self, vocab_size: int = 8000, source_vocab_size: int = 0, tokenizer=None,
-                 decode_max_length: int = 128, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int = 8000,
+        source_vocab_size: int = 0,
+        tokenizer=None,
+        decode_max_length: int = 128,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if tokenizer is not None and tokenizer.vocab_size != vocab_size:
             raise ValueError(
                 f"vocab_size={vocab_size} does not match the tokenizer's {tokenizer.vocab_size} pieces"
             )
-        if tokenizer is not None and tokenizer.source_vocab_size != (source_vocab_size or vocab_size):
-            raise ValueError(f"source_vocab_size={source_vocab_size or vocab_size} does not match the tokenizer's "
-                             f"{tokenizer.source_vocab_size} source pieces")
+        if tokenizer is not None and tokenizer.source_vocab_size != (
+            source_vocab_size or vocab_size
+        ):
+            raise ValueError(
+                f"source_vocab_size={source_vocab_size or vocab_size} does not match the tokenizer's "
+                f"{tokenizer.source_vocab_size} source pieces"
+            )
         self.vocab_size = vocab_size
         self.source_vocab_size = source_vocab_size  # 0: the vocabulary is joint
         self.tokenizer = tokenizer
         self.decode_max_length = decode_max_length
-        self._decoders = FunctionCache()  # (beam_width, alpha, beta) -> tf.function; not saved with the model
+        # (beam_width, alpha, beta) -> tf.function; not saved with the model
+        self._decoders = FunctionCache()
 
     # --- subclass interface ---------------------------------------------------------------
 
@@ -105,34 +104,25 @@ class Seq2SeqLM(keras.Model):
         if self.built:
             return
         length = min(8, self.max_positions_limit or 8)
-        dummy = {"source": tf.ones((1, length), tf.int32), "target_in": tf.ones((1, length), tf.int32)}
+        dummy = {
+            "source": tf.ones((1, length), tf.int32),
+            "target_in": tf.ones((1, length), tf.int32),
+        }
         self.call(dummy, training=False)  # builds every sublayer
         self.built = True
-
-    def save_to_preset(self, directory, metadata: dict | None = None):
-        """Write this model as a preset directory (config, weights, metadata); see `keras_s2s.presets`."""
-        from keras_s2s.presets import save_to_preset
-
-        return save_to_preset(self, directory, metadata)
 
     def get_config(self):
         config = super().get_config()
         config.update(
-            {
-                "vocab_size": self.vocab_size,
-                "source_vocab_size": self.source_vocab_size,
-                "decode_max_length": self.decode_max_length,
-                "tokenizer": keras.saving.serialize_keras_object(self.tokenizer) if self.tokenizer else None,
-            }
+            vocab_size=self.vocab_size,
+            source_vocab_size=self.source_vocab_size,
+            decode_max_length=self.decode_max_length,
         )
-        return config
+        return serialize_assets(config, tokenizer=self.tokenizer)
 
     @classmethod
     def from_config(cls, config):
-        config = dict(config)
-        if config.get("tokenizer"):
-            config["tokenizer"] = keras.saving.deserialize_keras_object(config["tokenizer"])
-        return cls(**config)
+        return cls(**deserialize_assets(config, ("tokenizer",)))
 
     # --- decoding -------------------------------------------------------------------------
 
@@ -160,38 +150,89 @@ class Seq2SeqLM(keras.Model):
         bos = tf.fill([tf.shape(output_ids)[0], 1], tf.constant(BOS_ID, tf.int32))
         target_in = tf.concat([bos, output_ids[:, :-1]], axis=1)
         logits = self({"source": source_ids, "target_in": target_in}, training=False)
-        token_log_probs = tf.gather(tf.nn.log_softmax(tf.cast(logits, tf.float32)), output_ids, batch_dims=2)
+        token_log_probs = tf.gather(
+            tf.nn.log_softmax(tf.cast(logits, tf.float32)), output_ids, batch_dims=2
+        )
         is_eos = tf.cast(tf.equal(output_ids, EOS_ID), tf.int32)
         counted = tf.cast(tf.equal(tf.cumsum(is_eos, axis=1, exclusive=True), 0), tf.float32)
-        return tf.reduce_sum(token_log_probs * counted, axis=1), tf.cast(tf.reduce_sum(counted, axis=1), tf.int32)
+        return tf.reduce_sum(token_log_probs * counted, axis=1), tf.cast(
+            tf.reduce_sum(counted, axis=1), tf.int32
+        )
 
     def _beam_or_greedy(self, source_ids, limits, beam_width: int, alpha: float, beta: float):
         """Beam search; without a coverage penalty, keeps the greedy hypothesis where it scores higher."""
         ids, log_probs, lengths = beam_search(self, source_ids, beam_width, limits, alpha, beta)
         if beta:
-            return ids  # the coverage-penalized objective is not the model's own: no greedy fallback
+            return (
+                ids  # the coverage-penalized objective is not the model's own: no greedy fallback
+            )
         greedy = self._greedy(source_ids, limits)
         greedy = tf.pad(greedy, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(greedy)[1]]])
         greedy_log_probs, greedy_lengths = self.score(source_ids, greedy)
-        better = (greedy_log_probs / length_penalty(greedy_lengths, alpha)
-                  > log_probs / length_penalty(lengths, alpha))
+        better = greedy_log_probs / length_penalty(
+            greedy_lengths, alpha
+        ) > log_probs / length_penalty(lengths, alpha)
         return tf.where(better[:, None], greedy, ids)
+
+    def output_limits(
+        self,
+        source_ids,
+        max_length: int | None = None,
+        max_length_ratio: float | None = None,
+        max_length_offset: int = 10,
+    ):
+        """Most output tokens (EOS included) for each source row [B]: `ratio * source tokens + offset`
+        (None: no ratio), never more than `max_length` (default `decode_max_length`) or `max_positions`."""
+        cap = int(max_length or self.decode_max_length)
+        if self.max_positions_limit is not None:
+            cap = min(cap, self.max_positions_limit)
+        lengths = tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.int32), axis=1)
+        limits = tf.fill(tf.shape(lengths), cap)
+        if max_length_ratio is not None:
+            by_ratio = tf.cast(
+                tf.math.ceil(max_length_ratio * tf.cast(lengths, tf.float32)), tf.int32
+            )
+            limits = tf.minimum(limits, by_ratio + max_length_offset)
+        return tf.maximum(limits, 1)
+
+    def decode_ids(
+        self,
+        source_ids,
+        limits,
+        beam_width: int = 1,
+        length_penalty: float = 0.0,
+        coverage_penalty: float = 0.0,
+    ):
+        """Decode a batch inside a graph (a `tf.function`, a SavedModel): source ids [B, S] and output
+        limits [B] (`output_limits`) -> output ids [B, L], EOS then 0s. `generate` wraps it for NumPy."""
+        if beam_width == 1:
+            return self._greedy(source_ids, limits)
+        return self._beam_or_greedy(
+            source_ids, limits, beam_width, float(length_penalty), float(coverage_penalty)
+        )
 
     def _decoder(self, beam_width: int, alpha: float, beta: float):
         key = (beam_width, alpha, beta)
         if key not in self._decoders:
-            if beam_width == 1:
-                fn = self._greedy
-            else:
-                def fn(source_ids, limits):
-                    return self._beam_or_greedy(source_ids, limits, beam_width, alpha, beta)
+
+            def fn(source_ids, limits):
+                return self.decode_ids(source_ids, limits, beam_width, alpha, beta)
+
             signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
-            self._decoders[key] = tf.function(fn, input_signature=signature)  # one trace for all shapes
+            # one trace for all shapes
+            self._decoders[key] = tf.function(fn, input_signature=signature)
         return self._decoders[key]
 
-    def generate(self, source_ids, max_length: int | None = None, beam_width: int = 1,
-                 length_penalty: float = 0.0, coverage_penalty: float = 0.0,
-                 max_length_ratio: float | None = None, max_length_offset: int = 10) -> np.ndarray:
+    def generate(
+        self,
+        source_ids,
+        max_length: int | None = None,
+        beam_width: int = 1,
+        length_penalty: float = 0.0,
+        coverage_penalty: float = 0.0,
+        max_length_ratio: float | None = None,
+        max_length_offset: int = 10,
+    ) -> np.ndarray:
         """Decode a padded batch of source ids; returns ids [B, L] (EOS, then 0s).
 
         Args:
@@ -214,24 +255,33 @@ class Seq2SeqLM(keras.Model):
         if not self.built:
             self.build()  # variables are created eagerly, never inside the decoding tf.function
         source_ids = np.asarray(source_ids, np.int32)
-        max_length = int(max_length or self.decode_max_length)
-        limits = np.full(len(source_ids), max_length, np.int32)
         limit = self.max_positions_limit
         if limit is not None:
             if source_ids.shape[1] > limit and (source_ids[:, limit:] != PAD_ID).any():
-                raise ValueError(f"a source sentence has more than {limit} tokens, the most this model's "
-                                 "position embeddings represent (max_positions); split or shorten it")
-            source_ids, limits = source_ids[:, :limit], np.minimum(limits, limit)
-        if max_length_ratio is not None:
-            source_lengths = (source_ids != PAD_ID).sum(axis=1)
-            limits = np.minimum(limits, np.ceil(max_length_ratio * source_lengths + max_length_offset).astype(np.int32))
+                raise ValueError(
+                    f"a source sentence has more than {limit} tokens, the most this model's "
+                    "position embeddings represent (max_positions); split or shorten it"
+                )
+            source_ids = source_ids[:, :limit]
+        limits = self.output_limits(
+            tf.constant(source_ids), max_length, max_length_ratio, max_length_offset
+        )
         decoder = self._decoder(beam_width, float(length_penalty), float(coverage_penalty))
-        return decoder(tf.constant(source_ids), tf.constant(np.maximum(limits, 1))).numpy()
+        return decoder(tf.constant(source_ids), limits).numpy()
 
-    def translate(self, texts: list[str], batch_size: int = 64, max_length: int | None = None,
-                  beam_width: int = 1, length_penalty: float = 0.6, coverage_penalty: float = 0.0,
-                  max_length_ratio: float = 2.0, max_length_offset: int = 10, progress=None,
-                  first_line: int = 1) -> list[str]:
+    def translate(
+        self,
+        texts: list[str],
+        batch_size: int = 64,
+        max_length: int | None = None,
+        beam_width: int = 1,
+        length_penalty: float = 0.6,
+        coverage_penalty: float = 0.0,
+        max_length_ratio: float = 2.0,
+        max_length_offset: int = 10,
+        progress=None,
+        first_line: int = 1,
+    ) -> list[str]:
         """Translate raw sentences to detokenized text (greedy, or beam search if beam_width > 1).
 
         Each sentence gets at most `max_length_ratio * source tokens + max_length_offset`
@@ -246,28 +296,44 @@ class Seq2SeqLM(keras.Model):
         """
         check_count("batch_size", batch_size), check_count("beam_width", beam_width)
         if self.tokenizer is None:
-            raise ValueError("this model has no tokenizer; load it with zoo.load(..., tokenizer=...)")
+            raise ValueError(
+                "this model has no tokenizer; load it with zoo.load(..., tokenizer=...)"
+            )
         texts = list(texts)
         results: list[str] = [""] * len(texts)
         filled = [i for i in range(len(texts)) if texts[i].strip()]
         order = sorted(filled, key=lambda i: len(texts[i]))  # similar lengths per batch
         limit = self.max_positions_limit
         for start in range(0, len(order), batch_size):
-            chunk = order[start:start + batch_size]
-            ids = [row + [EOS_ID] for row in self.tokenizer.source.tokenize([texts[i] for i in chunk])]
+            chunk = order[start : start + batch_size]
+            ids = [
+                row + [EOS_ID] for row in self.tokenizer.source.tokenize([texts[i] for i in chunk])
+            ]
             for row, i in enumerate(chunk):
                 if limit is not None and len(ids[row]) > limit:
-                    log.warning("line %d (%r...) has %d tokens; this model reads at most %d (max_positions): "
-                                "translating its first %d", first_line + i, texts[i][:40], len(ids[row]), limit,
-                                limit - 1)
-                    ids[row] = ids[row][:limit - 1] + [EOS_ID]
-            width = -(-max(len(r) for r in ids) // 8) * 8
+                    log.warning(
+                        "line %d (%r...) has %d tokens; this model reads at most %d (max_positions): "
+                        "translating its first %d",
+                        first_line + i,
+                        texts[i][:40],
+                        len(ids[row]),
+                        limit,
+                        limit - 1,
+                    )
+                    ids[row] = ids[row][: limit - 1] + [EOS_ID]
+            width = round_up(max(len(r) for r in ids))
             batch = np.zeros((len(ids), width), np.int32)
             for row, seq in enumerate(ids):
-                batch[row, :len(seq)] = seq
-            ids = self.generate(batch, max_length, beam_width=beam_width, length_penalty=length_penalty,
-                                coverage_penalty=coverage_penalty, max_length_ratio=max_length_ratio,
-                                max_length_offset=max_length_offset)
+                batch[row, : len(seq)] = seq
+            ids = self.generate(
+                batch,
+                max_length,
+                beam_width=beam_width,
+                length_penalty=length_penalty,
+                coverage_penalty=coverage_penalty,
+                max_length_ratio=max_length_ratio,
+                max_length_offset=max_length_offset,
+            )
             for i, text in zip(chunk, self.tokenizer.target.detokenize(ids)):
                 results[i] = text
             if progress is not None:

@@ -15,16 +15,14 @@ Example:
 
 from __future__ import annotations
 
-import math
-
-import keras
 import numpy as np
 import tensorflow as tf
 from keras import ops
 
 from keras_s2s.config import check_count
 from keras_s2s.data.audio import read_audio
-from keras_s2s.models.seq2seq_lm import FunctionCache
+from keras_s2s.data.padding import round_up
+from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
 
 
 def ctc_loss(labels, logits, logit_lengths):
@@ -46,11 +44,12 @@ def ctc_loss(labels, logits, logit_lengths):
     # the kernel's blank is the last class: move class 0 there and every label down by one
     logits = tf.concat([logits[:, :, 1:], logits[:, :, :1]], axis=2)
     sparse = tf.SparseTensor(sparse.indices, sparse.values - 1, sparse.dense_shape)
-    return tf.compat.v1.nn.ctc_loss(sparse, logits, logit_lengths, time_major=False,
-                                    ignore_longer_outputs_than_inputs=True)
+    return tf.compat.v1.nn.ctc_loss(
+        sparse, logits, logit_lengths, time_major=False, ignore_longer_outputs_than_inputs=True
+    )
 
 
-class SpeechToText(keras.Model):
+class SpeechToText(ZooModel):
     """Base of CTC models.
 
     Args:
@@ -62,12 +61,23 @@ class SpeechToText(keras.Model):
 
     time_reduction = 1  # subclasses: how many input frames make one output frame
 
-    def __init__(self, vocab_size: int = 29, num_features: int = 64, vocabulary=None, extractor=None, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int = 29,
+        num_features: int = 64,
+        vocabulary=None,
+        extractor=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if vocabulary is not None and vocabulary.vocab_size != vocab_size:
-            raise ValueError(f"vocab_size={vocab_size} does not match the vocabulary's {vocabulary.vocab_size}")
+            raise ValueError(
+                f"vocab_size={vocab_size} does not match the vocabulary's {vocabulary.vocab_size}"
+            )
         if extractor is not None and extractor.feature_size != num_features:
-            raise ValueError(f"num_features={num_features} does not match the extractor's {extractor.feature_size}")
+            raise ValueError(
+                f"num_features={num_features} does not match the extractor's {extractor.feature_size}"
+            )
         self.vocab_size, self.num_features = vocab_size, num_features
         self.vocabulary, self.extractor = vocabulary, extractor
         self._decoders = FunctionCache()  # beam width (and "features") -> tf.function; not saved
@@ -75,8 +85,13 @@ class SpeechToText(keras.Model):
     def build(self, input_shape=None):
         if self.built:
             return
-        self.call({"features": tf.zeros((1, 16 * self.time_reduction, self.num_features)),
-                   "feature_lengths": tf.constant([16 * self.time_reduction])}, training=False)
+        self.call(
+            {
+                "features": tf.zeros((1, 16 * self.time_reduction, self.num_features)),
+                "feature_lengths": tf.constant([16 * self.time_reduction]),
+            },
+            training=False,
+        )
         self.built = True
 
     def output_lengths(self, feature_lengths):
@@ -101,76 +116,81 @@ class SpeechToText(keras.Model):
 
     def _decoder(self, beam_width: int):
         if beam_width not in self._decoders:
+
             def decode(features, lengths):
                 logits = self({"features": features, "feature_lengths": lengths}, training=False)
                 out_lengths = ops.minimum(self.output_lengths(lengths), ops.shape(logits)[1])
                 strategy = "greedy" if beam_width == 1 else "beam_search"
-                decoded, _ = ops.ctc_decode(logits, out_lengths, strategy=strategy, beam_width=beam_width,
-                                            top_paths=1, mask_index=0)
+                decoded, _ = ops.ctc_decode(
+                    logits,
+                    out_lengths,
+                    strategy=strategy,
+                    beam_width=beam_width,
+                    top_paths=1,
+                    mask_index=0,
+                )
                 return decoded[0]
-            signature = [tf.TensorSpec([None, None, self.num_features], tf.float32), tf.TensorSpec([None], tf.int32)]
+
+            signature = [
+                tf.TensorSpec([None, None, self.num_features], tf.float32),
+                tf.TensorSpec([None], tf.int32),
+            ]
             self._decoders[beam_width] = tf.function(decode, input_signature=signature)
         return self._decoders[beam_width]
 
     def decode(self, features, feature_lengths, beam_width: int = 1) -> list[str]:
         """Text of each utterance of a padded feature batch (greedy, or CTC beam search)."""
         if self.vocabulary is None:
-            raise ValueError("this model has no vocabulary; load it with zoo.load(..., vocabulary=...)")
+            raise ValueError(
+                "this model has no vocabulary; load it with zoo.load(..., vocabulary=...)"
+            )
         if not self.built:
             self.build()
-        ids = self._decoder(beam_width)(tf.convert_to_tensor(features, tf.float32),
-                                        tf.convert_to_tensor(feature_lengths, tf.int32)).numpy()
+        ids = self._decoder(beam_width)(
+            tf.convert_to_tensor(features, tf.float32),
+            tf.convert_to_tensor(feature_lengths, tf.int32),
+        ).numpy()
         return [self.vocabulary.decode(row[row >= 0]) for row in ids]
 
     def transcribe(self, audio: list, batch_size: int = 16, beam_width: int = 1) -> list[str]:
         """Text of each audio file path (or float32 sample array at the extractor's rate)."""
         if self.extractor is None:
-            raise ValueError("this model has no feature extractor; load it with zoo.load(..., extractor=...)")
+            raise ValueError(
+                "this model has no feature extractor; load it with zoo.load(..., extractor=...)"
+            )
         check_count("batch_size", batch_size), check_count("beam_width", beam_width)
-        if "features" not in self._decoders:  # traced once: eager tf.signal is ~4x slower per utterance
-            self._decoders["features"] = tf.function(self.extractor.__call__,
-                                                     input_signature=[tf.TensorSpec([None], tf.float32)])
+        # traced once: eager tf.signal is ~4x slower per utterance
+        if "features" not in self._decoders:
+            self._decoders["features"] = tf.function(
+                self.extractor.__call__, input_signature=[tf.TensorSpec([None], tf.float32)]
+            )
         featurize = self._decoders["features"]
         results = []
         for start in range(0, len(audio), batch_size):
             feats = []
-            for item in audio[start:start + batch_size]:
-                samples = item if isinstance(item, np.ndarray) else read_audio(item, self.extractor.sample_rate)
+            for item in audio[start : start + batch_size]:
+                samples = (
+                    item
+                    if isinstance(item, np.ndarray)
+                    else read_audio(item, self.extractor.sample_rate)
+                )
                 feats.append(featurize(tf.constant(samples, tf.float32)).numpy())
             lengths = np.array([len(f) for f in feats], np.int32)
-            width = int(math.ceil(lengths.max() / 8) * 8)
+            width = round_up(lengths.max())
             batch = np.zeros((len(feats), width, self.num_features), np.float32)
             for row, f in enumerate(feats):
-                batch[row, :len(f)] = f
+                batch[row, : len(f)] = f
             results += self.decode(batch, lengths, beam_width)
         return results
 
-    def save_to_preset(self, directory, metadata: dict | None = None):
-        """Write this model as a preset directory (config, weights, metadata); see `keras_s2s.presets`."""
-        from keras_s2s.presets import save_to_preset
-
-        return save_to_preset(self, directory, metadata)
-
     def get_config(self):
-        config = {**super().get_config(), "vocab_size": self.vocab_size, "num_features": self.num_features}
+        config = {
+            **super().get_config(),
+            "vocab_size": self.vocab_size,
+            "num_features": self.num_features,
+        }
         return serialize_assets(config, vocabulary=self.vocabulary, extractor=self.extractor)
 
     @classmethod
     def from_config(cls, config):
         return cls(**deserialize_assets(config, ("vocabulary", "extractor")))
-
-
-def serialize_assets(config: dict, **assets) -> dict:
-    """`config` with each asset object (vocabulary, feature extractor; None stays None) serialized."""
-    return {**config, **{key: keras.saving.serialize_keras_object(value) if value is not None else None
-                         for key, value in assets.items()}}
-
-
-def deserialize_assets(config: dict, keys: tuple) -> dict:
-    """A copy of `config` with the serialized asset objects under `keys` rebuilt."""
-    config = dict(config)
-    for key in keys:
-        if config.get(key):
-            config[key] = keras.saving.deserialize_keras_object(config[key])
-    return config
-

@@ -10,8 +10,9 @@ context] gives the frames and the stop-token logit. A 5-convolution post-net
 adds a residual. `fit` teacher-forces (inputs `{"text", "mel",
 "mel_lengths"}`, targets the mel frames); `compute_loss` adds, in float32,
 the mel MSE before and after the post-net over real frames, the stop-token
-binary cross-entropy over real steps and a few silent steps after them, and optionally the guided-attention loss (Tachibana
-et al. 2018), which makes attention diagonal within a few hundred steps.
+binary cross-entropy over real steps and a few silent steps after them, and
+optionally the guided-attention loss (Tachibana et al. 2018), which makes
+attention diagonal within a few hundred steps.
 `infer` runs the decoder autoregressively in one `tf.function` until every
 utterance's stop probability passes `stop_threshold` or `max_decoder_steps`.
 
@@ -32,104 +33,178 @@ import tensorflow as tf
 from keras import ops
 
 from keras_s2s.config import check_count
-from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers import recurrent
+from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers.recurrent import LSTM, LoopLSTMCell
 from keras_s2s.layers.tacotron import ConvStack, LocationSensitiveAttention, Prenet
-from keras_s2s.models.seq2seq_lm import FunctionCache
-from keras_s2s.models.speech_to_text import deserialize_assets, serialize_assets
+from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
 
 
 def _keras_cell(cell, training):
     """A Keras LSTMCell as a function (inputs, (h, c)) -> (h, c)."""
+
     def run(inputs, state):
         h, (_, c) = cell(ops.concatenate(inputs, -1), list(state), training=training)
         return h, c
+
     return run
 
 
 def _loop_step(cell: LoopLSTMCell, time, saved_inputs: list):
     """`cell`'s step at `time` as a function (inputs, (h, c)) -> (h, c); appends its x to `saved_inputs`."""
+
     def run(inputs, state):
         h, c, x = cell.step(time, inputs, state)
         saved_inputs.append(x)
         return h, c
+
     return run
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
-class Tacotron2(keras.Model):
+class Tacotron2(ZooModel):
     """Args:
-        vocab_size: int. Input characters + 1 (0 = padding).
-        num_mels: int. Mel bands M.
-        embedding_dim, encoder_channels, encoder_kernel, encoder_layers, encoder_units: int. Encoder sizes
-            (encoder_units per LSTM direction).
-        attention_units, location_filters, location_kernel: int. Location-sensitive attention.
-        prenet_units: list[int]. Pre-net layer sizes.
-        attention_lstm_units, decoder_lstm_units: int.
-        postnet_channels, postnet_kernel, postnet_layers: int.
-        reduction_factor: int. Frames per decoder step r.
-        dropout: float. Encoder convolutions, pre-net and post-net.
-        lstm_dropout: float. On the two decoder LSTMs' outputs.
-        guided_attention: float. Weight of the guided-attention loss (0 = off).
-        guided_attention_width: float. Its g: how far from the diagonal attention may stray.
-        stop_tail: int. Steps of silence after the end that are trained as "stop" too (the data
-            pipeline pads every utterance with them), so that a model running past the end stops.
-        stop_weight: float. Weight of the "stop" steps against the "go on" steps in the stop loss.
-        stop_threshold: float. Stop probability that ends an utterance at inference.
-        max_decoder_steps: int. Inference limit in decoder steps.
-        vocabulary: CharVocabulary | None. Input characters; saved with the model.
-        extractor: FeatureExtractor | None. How the mel targets were made (the vocoder inverts it).
+    vocab_size: int. Input characters + 1 (0 = padding).
+    num_mels: int. Mel bands M.
+    embedding_dim, encoder_channels, encoder_kernel, encoder_layers, encoder_units: int. Encoder sizes
+        (encoder_units per LSTM direction).
+    attention_units, location_filters, location_kernel: int. Location-sensitive attention.
+    prenet_units: list[int]. Pre-net layer sizes.
+    attention_lstm_units, decoder_lstm_units: int.
+    postnet_channels, postnet_kernel, postnet_layers: int.
+    reduction_factor: int. Frames per decoder step r.
+    dropout: float. Encoder convolutions, pre-net and post-net.
+    lstm_dropout: float. On the two decoder LSTMs' outputs.
+    guided_attention: float. Weight of the guided-attention loss (0 = off).
+    guided_attention_width: float. Its g: how far from the diagonal attention may stray.
+    stop_tail: int. Steps of silence after the end that are trained as "stop" too (the data
+        pipeline pads every utterance with them), so that a model running past the end stops.
+    stop_weight: float. Weight of the "stop" steps against the "go on" steps in the stop loss.
+    stop_threshold: float. Stop probability that ends an utterance at inference.
+    max_decoder_steps: int. Inference limit in decoder steps.
+    vocabulary: CharVocabulary | None. Input characters; saved with the model.
+    extractor: FeatureExtractor | None. How the mel targets were made (the vocoder inverts it).
     """
 
-    def __init__(self, vocab_size: int = 38, num_mels: int = 80, embedding_dim: int = 512,
-                 encoder_channels: int = 512, encoder_kernel: int = 5, encoder_layers: int = 3,
-                 encoder_units: int = 256, attention_units: int = 128, location_filters: int = 32,
-                 location_kernel: int = 31, prenet_units: list = [256, 256],  # noqa: B006 (copied)
-                 attention_lstm_units: int = 1024,
-                 decoder_lstm_units: int = 1024, postnet_channels: int = 512, postnet_kernel: int = 5,
-                 postnet_layers: int = 5, reduction_factor: int = 1, dropout: float = 0.5, lstm_dropout: float = 0.1,
-                 guided_attention: float = 0.0, guided_attention_width: float = 0.2, stop_tail: int = 4, stop_weight: float = 1.0,
-                 stop_threshold: float = 0.5,
-                 max_decoder_steps: int = 1000, vocabulary=None, extractor=None, **kwargs):
+    def __init__(
+        self,
+        vocab_size: int = 38,
+        num_mels: int = 80,
+        embedding_dim: int = 512,
+        encoder_channels: int = 512,
+        encoder_kernel: int = 5,
+        encoder_layers: int = 3,
+        encoder_units: int = 256,
+        attention_units: int = 128,
+        location_filters: int = 32,
+        location_kernel: int = 31,
+        prenet_units: list = [256, 256],  # noqa: B006 (copied)
+        attention_lstm_units: int = 1024,
+        decoder_lstm_units: int = 1024,
+        postnet_channels: int = 512,
+        postnet_kernel: int = 5,
+        postnet_layers: int = 5,
+        reduction_factor: int = 1,
+        dropout: float = 0.5,
+        lstm_dropout: float = 0.1,
+        guided_attention: float = 0.0,
+        guided_attention_width: float = 0.2,
+        stop_tail: int = 4,
+        stop_weight: float = 1.0,
+        stop_threshold: float = 0.5,
+        max_decoder_steps: int = 1000,
+        vocabulary=None,
+        extractor=None,
+        **kwargs,
+    ):
         super().__init__(**kwargs)
         if vocabulary is not None and vocabulary.vocab_size != vocab_size:
-            raise ValueError(f"vocab_size={vocab_size} does not match the vocabulary's {vocabulary.vocab_size}")
+            raise ValueError(
+                f"vocab_size={vocab_size} does not match the vocabulary's {vocabulary.vocab_size}"
+            )
         if extractor is not None and extractor.feature_size != num_mels:
-            raise ValueError(f"num_mels={num_mels} does not match the extractor's {extractor.feature_size} bands")
+            raise ValueError(
+                f"num_mels={num_mels} does not match the extractor's {extractor.feature_size} bands"
+            )
         if reduction_factor < 1:
             raise ValueError(f"reduction_factor must be at least 1, got {reduction_factor}")
         self.settings = dict(
-            vocab_size=vocab_size, num_mels=num_mels, embedding_dim=embedding_dim, encoder_channels=encoder_channels,
-            encoder_kernel=encoder_kernel, encoder_layers=encoder_layers, encoder_units=encoder_units,
-            attention_units=attention_units, location_filters=location_filters, location_kernel=location_kernel,
-            prenet_units=list(prenet_units), attention_lstm_units=attention_lstm_units,
-            decoder_lstm_units=decoder_lstm_units, postnet_channels=postnet_channels, postnet_kernel=postnet_kernel,
-            postnet_layers=postnet_layers, reduction_factor=reduction_factor, dropout=dropout,
-            lstm_dropout=lstm_dropout, guided_attention=guided_attention,
-            guided_attention_width=guided_attention_width, stop_tail=stop_tail, stop_weight=stop_weight,
+            vocab_size=vocab_size,
+            num_mels=num_mels,
+            embedding_dim=embedding_dim,
+            encoder_channels=encoder_channels,
+            encoder_kernel=encoder_kernel,
+            encoder_layers=encoder_layers,
+            encoder_units=encoder_units,
+            attention_units=attention_units,
+            location_filters=location_filters,
+            location_kernel=location_kernel,
+            prenet_units=list(prenet_units),
+            attention_lstm_units=attention_lstm_units,
+            decoder_lstm_units=decoder_lstm_units,
+            postnet_channels=postnet_channels,
+            postnet_kernel=postnet_kernel,
+            postnet_layers=postnet_layers,
+            reduction_factor=reduction_factor,
+            dropout=dropout,
+            lstm_dropout=lstm_dropout,
+            guided_attention=guided_attention,
+            guided_attention_width=guided_attention_width,
+            stop_tail=stop_tail,
+            stop_weight=stop_weight,
             stop_threshold=stop_threshold,
-            max_decoder_steps=max_decoder_steps)
+            max_decoder_steps=max_decoder_steps,
+        )
         self.num_mels, self.reduction_factor = num_mels, reduction_factor
         self.vocabulary, self.extractor = vocabulary, extractor
         policy = self.dtype_policy
-        self.embedding = keras.layers.Embedding(vocab_size, embedding_dim, dtype=policy, name="embedding")
-        self.encoder_convs = ConvStack(encoder_channels, encoder_kernel, encoder_layers, "relu", dropout,
-                                       dtype=policy, name="encoder_convs")
+        self.embedding = keras.layers.Embedding(
+            vocab_size, embedding_dim, dtype=policy, name="embedding"
+        )
+        self.encoder_convs = ConvStack(
+            encoder_channels,
+            encoder_kernel,
+            encoder_layers,
+            "relu",
+            dropout,
+            dtype=policy,
+            name="encoder_convs",
+        )
         self.encoder_lstm = keras.layers.Bidirectional(
-            LSTM(encoder_units, return_sequences=True, dtype=policy), dtype=policy, name="encoder_lstm")
+            LSTM(encoder_units, return_sequences=True, dtype=policy),
+            dtype=policy,
+            name="encoder_lstm",
+        )
         self.prenet = Prenet(prenet_units, dropout, dtype=policy, name="prenet")
-        self.attention_lstm = keras.layers.LSTMCell(attention_lstm_units, dtype=policy, name="attention_lstm")
-        self.attention = LocationSensitiveAttention(attention_units, location_filters, location_kernel, dtype=policy,
-                                                    name="attention")
-        self.decoder_lstm = keras.layers.LSTMCell(decoder_lstm_units, dtype=policy, name="decoder_lstm")
+        self.attention_lstm = keras.layers.LSTMCell(
+            attention_lstm_units, dtype=policy, name="attention_lstm"
+        )
+        self.attention = LocationSensitiveAttention(
+            attention_units, location_filters, location_kernel, dtype=policy, name="attention"
+        )
+        self.decoder_lstm = keras.layers.LSTMCell(
+            decoder_lstm_units, dtype=policy, name="decoder_lstm"
+        )
         self.lstm_dropout = Dropout(lstm_dropout, dtype=policy)
-        self.frame_projection = keras.layers.Dense(num_mels * reduction_factor, dtype=policy, name="frames")
+        self.frame_projection = keras.layers.Dense(
+            num_mels * reduction_factor, dtype=policy, name="frames"
+        )
         self.stop_projection = keras.layers.Dense(1, dtype=policy, name="stop")
-        self.postnet = ConvStack(postnet_channels, postnet_kernel, postnet_layers, "tanh", dropout,
-                                 last_channels=num_mels, last_activation="linear", dtype=policy, name="postnet")
-        self.loss_trackers = {name: keras.metrics.Mean(name=name) for name in
-                              ("mel_loss", "postnet_loss", "stop_loss", "attention_loss")}
+        self.postnet = ConvStack(
+            postnet_channels,
+            postnet_kernel,
+            postnet_layers,
+            "tanh",
+            dropout,
+            last_channels=num_mels,
+            last_activation="linear",
+            dtype=policy,
+            name="postnet",
+        )
+        self.loss_trackers = {
+            name: keras.metrics.Mean(name=name)
+            for name in ("mel_loss", "postnet_loss", "stop_loss", "attention_loss")
+        }
         self._functions = FunctionCache()  # inference, traced once per model; not saved
 
     # --- building -------------------------------------------------------------------------------
@@ -167,9 +242,15 @@ class Tacotron2(keras.Model):
         batch, length = ops.shape(memory)[0], ops.shape(memory)[1]
         s, dtype = self.settings, self.compute_dtype
         zeros = lambda size: ops.zeros((batch, size), dtype)  # noqa: E731
-        return (zeros(s["attention_lstm_units"]), zeros(s["attention_lstm_units"]),
-                zeros(s["decoder_lstm_units"]), zeros(s["decoder_lstm_units"]), zeros(2 * s["encoder_units"]),
-                ops.zeros((batch, length), "float32"), ops.zeros((batch, length), "float32"))
+        return (
+            zeros(s["attention_lstm_units"]),
+            zeros(s["attention_lstm_units"]),
+            zeros(s["decoder_lstm_units"]),
+            zeros(s["decoder_lstm_units"]),
+            zeros(2 * s["encoder_units"]),
+            ops.zeros((batch, length), "float32"),
+            ops.zeros((batch, length), "float32"),
+        )
 
     def decoder_step(self, frame_features, state, memory, keys, mask, training=False, cells=None):
         """One step: pre-net features [B, P] -> (new state, [decoder output, context] [B, D], weights [B, L]).
@@ -178,14 +259,30 @@ class Tacotron2(keras.Model):
         Keras cells (teacher forcing passes `LoopLSTMCell` steps).
         """
         attention_h, attention_c, decoder_h, decoder_c, context, weights, cumulative = state
-        attention_cell, decoder_cell = cells or (_keras_cell(self.attention_lstm, training),
-                                                 _keras_cell(self.decoder_lstm, training))
-        attention_h, attention_c = attention_cell([frame_features, context], (attention_h, attention_c))
+        attention_cell, decoder_cell = cells or (
+            _keras_cell(self.attention_lstm, training),
+            _keras_cell(self.decoder_lstm, training),
+        )
+        attention_h, attention_c = attention_cell(
+            [frame_features, context], (attention_h, attention_c)
+        )
         query = self.lstm_dropout(attention_h, training=training)
         context, weights = self.attention(query, keys, memory, weights, cumulative, mask)
         decoder_h, decoder_c = decoder_cell([query, context], (decoder_h, decoder_c))
         output = ops.concatenate([self.lstm_dropout(decoder_h, training=training), context], -1)
-        return (attention_h, attention_c, decoder_h, decoder_c, context, weights, cumulative + weights), output, weights
+        return (
+            (
+                attention_h,
+                attention_c,
+                decoder_h,
+                decoder_c,
+                context,
+                weights,
+                cumulative + weights,
+            ),
+            output,
+            weights,
+        )
 
     def postnet_residual(self, frames, training=False, keep=None):
         return frames + self.postnet(frames, training=training, keep=keep)
@@ -199,40 +296,63 @@ class Tacotron2(keras.Model):
         keys = self.attention.keys(memory)
         mel = ops.cast(inputs["mel"], self.compute_dtype)
         batch, frames, r = ops.shape(mel)[0], ops.shape(mel)[1], self.reduction_factor
-        steps = (frames + r - 1) // r  # the last step may reach past the end: its extra frames are cut off
-        previous = ops.concatenate([ops.zeros((batch, 1, self.num_mels), mel.dtype),
-                                    mel[:, r - 1:(steps - 1) * r:r]], axis=1)  # the last frame of the step before
+        steps = (
+            frames + r - 1
+        ) // r  # the last step may reach past the end: its extra frames are cut off
+        # the last frame of the step before
+        previous = ops.concatenate(
+            [ops.zeros((batch, 1, self.num_mels), mel.dtype), mel[:, r - 1 : (steps - 1) * r : r]],
+            axis=1,
+        )
         features = tf.transpose(self.prenet(previous, training=training), [1, 0, 2])
         feature_ta = tf.TensorArray(features.dtype, size=steps).unstack(features)
         outputs = tf.TensorArray(self.compute_dtype, size=steps)
         alignments = tf.TensorArray("float32", size=steps)
         loop_cells, saved = [], []
-        if all(recurrent._cell_hoisting_applies(c, training) for c in (self.attention_lstm, self.decoder_lstm)):
-            loop_cells = [LoopLSTMCell(self.attention_lstm, known=features),
-                          LoopLSTMCell(self.decoder_lstm, steps=steps, batch=batch)]
+        if all(
+            recurrent.cell_hoisting_applies(c, training)
+            for c in (self.attention_lstm, self.decoder_lstm)
+        ):
+            loop_cells = [
+                LoopLSTMCell(self.attention_lstm, known=features),
+                LoopLSTMCell(self.decoder_lstm, steps=steps, batch=batch),
+            ]
             saved = [tf.TensorArray(self.compute_dtype, size=steps) for _ in loop_cells]
 
         def body(i, state, outputs, alignments, saved):
             inputs, cells = [], None
             if loop_cells:
                 cells = [_loop_step(cell, i, inputs) for cell in loop_cells]
-            state, output, weights = self.decoder_step(feature_ta.read(i), state, memory, keys, mask, training, cells)
+            state, output, weights = self.decoder_step(
+                feature_ta.read(i), state, memory, keys, mask, training, cells
+            )
             saved = [ta.write(i, x) for ta, x in zip(saved, inputs)]
             return i + 1, state, outputs.write(i, output), alignments.write(i, weights), saved
 
+        # XLA bounds the loop's TensorArrays by it
         _, _, outputs, alignments, saved = tf.while_loop(
-            lambda i, *_: i < steps, body, (0, self.initial_state(memory), outputs, alignments, saved),
-            maximum_iterations=steps)  # XLA bounds the loop's TensorArrays by it
+            lambda i, *_: i < steps,
+            body,
+            (0, self.initial_state(memory), outputs, alignments, saved),
+            maximum_iterations=steps,
+        )
         for cell, ta in zip(loop_cells, saved):
             cell.finish(ta.stack())
         outputs = tf.transpose(outputs.stack(), [1, 0, 2])
-        mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))[:, :frames]
+        mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))[
+            :, :frames
+        ]
         keep = None
         if "mel_lengths" in inputs:
-            keep = (ops.arange(frames)[None, :] < ops.cast(inputs["mel_lengths"], "int32")[:, None])[:, :, None]
-        return {"mel": mel_out, "mel_postnet": self.postnet_residual(mel_out, training, keep),
-                "stop": self.stop_projection(outputs)[..., 0],
-                "alignment": tf.transpose(alignments.stack(), [1, 0, 2])}
+            keep = (
+                ops.arange(frames)[None, :] < ops.cast(inputs["mel_lengths"], "int32")[:, None]
+            )[:, :, None]
+        return {
+            "mel": mel_out,
+            "mel_postnet": self.postnet_residual(mel_out, training, keep),
+            "stop": self.stop_projection(outputs)[..., 0],
+            "alignment": tf.transpose(alignments.stack(), [1, 0, 2]),
+        }
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Mel MSE before + after the post-net over real frames, stop-token BCE over the real steps and
@@ -254,11 +374,17 @@ class Tacotron2(keras.Model):
         counted = ops.cast(step <= last_step + self.settings["stop_tail"], "float32")
         stop_target = ops.cast(step >= last_step, "float32")
         weights = counted * (1.0 + (self.settings["stop_weight"] - 1.0) * stop_target)
-        stop_losses = ops.binary_crossentropy(stop_target, ops.cast(y_pred["stop"], "float32"), from_logits=True)
+        stop_losses = ops.binary_crossentropy(
+            stop_target, ops.cast(y_pred["stop"], "float32"), from_logits=True
+        )
         stop_loss = ops.sum(stop_losses * weights) / ops.sum(counted)
         attention_loss = self.guided_attention_loss(y_pred["alignment"], x["text"], lengths)
-        loss = mel_loss + postnet_loss + stop_loss + self.settings["guided_attention"] * attention_loss
-        for name, value in zip(self.loss_trackers, (mel_loss, postnet_loss, stop_loss, attention_loss)):
+        loss = (
+            mel_loss + postnet_loss + stop_loss + self.settings["guided_attention"] * attention_loss
+        )
+        for name, value in zip(
+            self.loss_trackers, (mel_loss, postnet_loss, stop_loss, attention_loss)
+        ):
             self.loss_trackers[name].update_state(value)
         if self.losses:
             loss = loss + ops.sum(self.losses)
@@ -268,20 +394,27 @@ class Tacotron2(keras.Model):
         """Attention mass off the diagonal band, per real decoder step: the mean over steps t < T of
         sum_n a[t, n] * (1 - exp(-(n/N - t/T)^2 / 2g^2)), in [0, 1) (Tachibana et al. 2018)."""
         steps, length = ops.shape(alignment)[1], ops.shape(alignment)[2]
-        text_lengths = ops.cast(ops.sum(ops.cast(ops.not_equal(text, 0), "int32"), axis=1), "float32")
-        step_lengths = ops.cast((mel_lengths + self.reduction_factor - 1) // self.reduction_factor, "float32")
+        text_lengths = ops.cast(
+            ops.sum(ops.cast(ops.not_equal(text, 0), "int32"), axis=1), "float32"
+        )
+        step_lengths = ops.cast(
+            (mel_lengths + self.reduction_factor - 1) // self.reduction_factor, "float32"
+        )
         t = ops.cast(ops.arange(steps), "float32")[None, :, None] / step_lengths[:, None, None]
         n = ops.cast(ops.arange(length), "float32")[None, None, :] / text_lengths[:, None, None]
         g = self.settings["guided_attention_width"]
         penalty = 1.0 - ops.exp(-ops.square(n - t) / (2.0 * g * g))
         real = ops.cast((t < 1.0) & (n < 1.0), "float32")
         real_steps = ops.sum(ops.cast(t[..., 0] < 1.0, "float32"))
-        return ops.sum(ops.cast(alignment, "float32") * penalty * real) / ops.maximum(real_steps, 1.0)
+        return ops.sum(ops.cast(alignment, "float32") * penalty * real) / ops.maximum(
+            real_steps, 1.0
+        )
 
     # --- inference --------------------------------------------------------------------------------
 
     def _inference(self):
         if "infer" not in self._functions:
+
             def infer(text, max_steps):
                 memory, mask = self.encode(text, training=False)
                 keys = self.attention.keys(memory)
@@ -292,28 +425,60 @@ class Tacotron2(keras.Model):
                 threshold = self.settings["stop_threshold"]
 
                 def body(i, previous, state, done, lengths, frames, alignments):
-                    state, output, weights = self.decoder_step(self.prenet(previous), state, memory, keys, mask)
-                    step_frames = ops.reshape(self.frame_projection(output), (batch, r, self.num_mels))
-                    stop = ops.sigmoid(ops.cast(self.stop_projection(output)[:, 0], "float32")) > threshold
+                    state, output, weights = self.decoder_step(
+                        self.prenet(previous), state, memory, keys, mask
+                    )
+                    step_frames = ops.reshape(
+                        self.frame_projection(output), (batch, r, self.num_mels)
+                    )
+                    stop = (
+                        ops.sigmoid(ops.cast(self.stop_projection(output)[:, 0], "float32"))
+                        > threshold
+                    )
                     lengths = tf.where(stop & ~done, (i + 1) * r, lengths)
-                    return (i + 1, step_frames[:, -1], state, done | stop, lengths, frames.write(i, step_frames),
-                            alignments.write(i, weights))
+                    return (
+                        i + 1,
+                        step_frames[:, -1],
+                        state,
+                        done | stop,
+                        lengths,
+                        frames.write(i, step_frames),
+                        alignments.write(i, weights),
+                    )
 
                 _, _, _, _, lengths, frames, alignments = tf.while_loop(
-                    lambda i, previous, state, done, *_: (i < max_steps) & ~tf.reduce_all(done), body,
-                    (0, ops.zeros((batch, self.num_mels), self.compute_dtype), self.initial_state(memory),
-                     tf.zeros([batch], tf.bool), lengths, frames, alignments))
+                    lambda i, previous, state, done, *_: (i < max_steps) & ~tf.reduce_all(done),
+                    body,
+                    (
+                        0,
+                        ops.zeros((batch, self.num_mels), self.compute_dtype),
+                        self.initial_state(memory),
+                        tf.zeros([batch], tf.bool),
+                        lengths,
+                        frames,
+                        alignments,
+                    ),
+                )
                 steps = frames.size()
-                mel = ops.reshape(tf.transpose(frames.stack(), [1, 0, 2, 3]), (batch, steps * r, self.num_mels))
+                mel = ops.reshape(
+                    tf.transpose(frames.stack(), [1, 0, 2, 3]), (batch, steps * r, self.num_mels)
+                )
                 keep = (ops.arange(steps * r)[None, :] < lengths[:, None])[:, :, None]
                 mel = ops.cast(self.postnet_residual(mel, keep=keep), "float32")
                 return mel, lengths, tf.transpose(alignments.stack(), [1, 0, 2])
 
-            self._functions["infer"] = tf.function(infer, input_signature=[
-                tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([], tf.int32)])
+            self._functions["infer"] = tf.function(
+                infer,
+                input_signature=[
+                    tf.TensorSpec([None, None], tf.int32),
+                    tf.TensorSpec([], tf.int32),
+                ],
+            )
         return self._functions["infer"]
 
-    def infer(self, texts: list[str], max_decoder_steps: int | None = None, normalize: bool = True) -> list[dict]:
+    def infer(
+        self, texts: list[str], max_decoder_steps: int | None = None, normalize: bool = True
+    ) -> list[dict]:
         """Mel spectrogram of each text, free-running.
 
         Returns per text {"mel": [T, M] float32 log-mel, "alignment": [T/r, L],
@@ -322,7 +487,9 @@ class Tacotron2(keras.Model):
         from keras_s2s.data.text_normalization import normalize_text
 
         if self.vocabulary is None:
-            raise ValueError("this model has no vocabulary; load it with zoo.load(..., vocabulary=...)")
+            raise ValueError(
+                "this model has no vocabulary; load it with zoo.load(..., vocabulary=...)"
+            )
         if max_decoder_steps is not None:
             check_count("max_decoder_steps", max_decoder_steps)
         if not self.built:
@@ -330,42 +497,56 @@ class Tacotron2(keras.Model):
         spoken = [normalize_text(t) if normalize else t for t in texts]
         empty = [t for t, s in zip(texts, spoken) if not any(c.isalpha() for c in s)]
         if empty:
-            raise ValueError(f"nothing to say in {empty[0]!r}: the text has no letters after normalization")
+            raise ValueError(
+                f"nothing to say in {empty[0]!r}: the text has no letters after normalization"
+            )
         ids = [self.vocabulary.encode(s) for s in spoken]
         batch = np.zeros((len(ids), max(map(len, ids))), np.int32)
         for row, sequence in enumerate(ids):
-            batch[row, :len(sequence)] = sequence
+            batch[row, : len(sequence)] = sequence
         limit = int(max_decoder_steps or self.settings["max_decoder_steps"])
-        mel, lengths, alignments = (t.numpy() for t in self._inference()(tf.constant(batch), tf.constant(limit)))
+        mel, lengths, alignments = (
+            t.numpy() for t in self._inference()(tf.constant(batch), tf.constant(limit))
+        )
         r = self.reduction_factor
-        return [{"mel": mel[i, :lengths[i]], "alignment": alignments[i, :math.ceil(lengths[i] / r), :len(ids[i])],
-                 "stopped": bool(lengths[i] < limit * r)} for i in range(len(ids))]
+        return [
+            {
+                "mel": mel[i, : lengths[i]],
+                "alignment": alignments[i, : math.ceil(lengths[i] / r), : len(ids[i])],
+                "stopped": bool(lengths[i] < limit * r),
+            }
+            for i in range(len(ids))
+        ]
 
-    def synthesize(self, texts: list[str], vocoder=None, batch_size: int = 8, **infer_args) -> list[np.ndarray]:
+    def synthesize(
+        self, texts: list[str], vocoder=None, batch_size: int = 8, **infer_args
+    ) -> list[np.ndarray]:
         """Float32 waveforms of each text at the extractor's rate (default vocoder: Griffin-Lim)."""
-        from keras_s2s.vocoder import GriffinLim
+        from keras_s2s.decoding.vocoder import GriffinLim
 
         if vocoder is None:
             if self.extractor is None:
-                raise ValueError("this model has no mel extractor; load it with zoo.load(..., extractor=...)")
+                raise ValueError(
+                    "this model has no mel extractor; load it with zoo.load(..., extractor=...)"
+                )
             vocoder = GriffinLim(self.extractor)
         check_count("batch_size", batch_size)
         results = []
         for start in range(0, len(texts), batch_size):
-            results += [vocoder(item["mel"]) for item in self.infer(texts[start:start + batch_size], **infer_args)]
+            results += [
+                vocoder(item["mel"])
+                for item in self.infer(texts[start : start + batch_size], **infer_args)
+            ]
         return results
 
     # --- saving -----------------------------------------------------------------------------------
 
-    def save_to_preset(self, directory, metadata: dict | None = None):
-        """Write this model as a preset directory (config, weights, metadata); see `keras_s2s.presets`."""
-        from keras_s2s.presets import save_to_preset
-
-        return save_to_preset(self, directory, metadata)
-
     def get_config(self):
-        return serialize_assets({**super().get_config(), **self.settings}, vocabulary=self.vocabulary,
-                                extractor=self.extractor)
+        return serialize_assets(
+            {**super().get_config(), **self.settings},
+            vocabulary=self.vocabulary,
+            extractor=self.extractor,
+        )
 
     @classmethod
     def from_config(cls, config):

@@ -18,11 +18,15 @@ from __future__ import annotations
 
 import keras
 import keras_hub
-from keras import ops
 import tensorflow as tf
+from keras import ops
 
 from keras_s2s.layers.dropout import Dropout
-from keras_s2s.layers.transformer import Float32LayerNorm, TransformerDecoderBlock, TransformerEncoderBlock
+from keras_s2s.layers.transformer import (
+    Float32LayerNorm,
+    TransformerDecoderBlock,
+    TransformerEncoderBlock,
+)
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM, positions_of
 
 
@@ -64,41 +68,85 @@ class Transformer(Seq2SeqLM):
         decode_max_length: int = 128,
         **kwargs,
     ):
-        super().__init__(vocab_size=vocab_size, source_vocab_size=source_vocab_size, tokenizer=tokenizer,
-                         decode_max_length=decode_max_length, **kwargs)
+        super().__init__(
+            vocab_size=vocab_size,
+            source_vocab_size=source_vocab_size,
+            tokenizer=tokenizer,
+            decode_max_length=decode_max_length,
+            **kwargs,
+        )
         if positions not in ("sinusoidal", "learned"):
             raise ValueError(f"positions must be 'sinusoidal' or 'learned', got {positions!r}")
         self.num_layers, self.num_decoder_layers = num_layers, num_decoder_layers
-        self.d_model, self.num_heads, self.ffn_dim, self.dropout = d_model, num_heads, ffn_dim, dropout
+        self.d_model, self.num_heads, self.ffn_dim, self.dropout = (
+            d_model,
+            num_heads,
+            ffn_dim,
+            dropout,
+        )
         self.positions, self.max_positions = positions, max_positions
         self.normalize_first, self.share_embeddings = normalize_first, share_embeddings
         policy = self.dtype_policy
         self.target_embedding = keras_hub.layers.ReversibleEmbedding(
-            vocab_size, d_model, tie_weights=share_embeddings, dtype=policy, name="target_embedding",
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model ** -0.5))
+            vocab_size,
+            d_model,
+            tie_weights=share_embeddings,
+            dtype=policy,
+            name="target_embedding",
+            embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model**-0.5),
+        )
         joint = not source_vocab_size or source_vocab_size == vocab_size
-        self.source_embedding = self.target_embedding if share_embeddings and joint else keras.layers.Embedding(
-            source_vocab_size or vocab_size, d_model, dtype=policy, name="source_embedding",
-            embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model ** -0.5))
+        self.source_embedding = (
+            self.target_embedding
+            if share_embeddings and joint
+            else keras.layers.Embedding(
+                source_vocab_size or vocab_size,
+                d_model,
+                dtype=policy,
+                name="source_embedding",
+                embeddings_initializer=keras.initializers.RandomNormal(stddev=d_model**-0.5),
+            )
+        )
         if positions == "learned":
-            self.position_encoding = keras_hub.layers.PositionEmbedding(max_positions, dtype=policy, name="positions")
+            self.position_encoding = keras_hub.layers.PositionEmbedding(
+                max_positions, dtype=policy, name="positions"
+            )
         else:  # float32: position angles lose precision in 16-bit types
-            self.position_encoding = keras_hub.layers.SinePositionEncoding(dtype="float32", name="positions")
+            self.position_encoding = keras_hub.layers.SinePositionEncoding(
+                dtype="float32", name="positions"
+            )
         self.dropout_layer = Dropout(dropout, dtype=policy)
-        block_args = dict(d_model=d_model, num_heads=num_heads, ffn_dim=ffn_dim, dropout=dropout,
-                          normalize_first=normalize_first, dtype=policy)
-        self.encoder_blocks = [TransformerEncoderBlock(**block_args, name=f"encoder_{i}") for i in range(num_layers)]
-        self.decoder_blocks = [TransformerDecoderBlock(**block_args, name=f"decoder_{i}")
-                               for i in range(num_decoder_layers or num_layers)]
+        block_args = dict(
+            d_model=d_model,
+            num_heads=num_heads,
+            ffn_dim=ffn_dim,
+            dropout=dropout,
+            normalize_first=normalize_first,
+            dtype=policy,
+        )
+        self.encoder_blocks = [
+            TransformerEncoderBlock(**block_args, name=f"encoder_{i}") for i in range(num_layers)
+        ]
+        self.decoder_blocks = [
+            TransformerDecoderBlock(**block_args, name=f"decoder_{i}")
+            for i in range(num_decoder_layers or num_layers)
+        ]
         if normalize_first:  # pre-norm stacks end with a normalization
             self.encoder_norm = Float32LayerNorm(epsilon=1e-6, name="encoder_norm")
             self.decoder_norm = Float32LayerNorm(epsilon=1e-6, name="decoder_norm")
 
     def _embed(self, embedding, ids, positions, training):
         """Scaled token embedding + position encoding, then dropout. positions: [B, T] ints."""
-        x = embedding(ids) * ops.cast(self.d_model ** 0.5, self.compute_dtype)
-        x = x + ops.cast(self.position_encoding(x, positions=ops.cast(positions, self.position_encoding.compute_dtype)
-                                                if self.positions == "sinusoidal" else positions), x.dtype)
+        x = embedding(ids) * ops.cast(self.d_model**0.5, self.compute_dtype)
+        x = x + ops.cast(
+            self.position_encoding(
+                x,
+                positions=ops.cast(positions, self.position_encoding.compute_dtype)
+                if self.positions == "sinusoidal"
+                else positions,
+            ),
+            x.dtype,
+        )
         return self.dropout_layer(x, training=training)
 
     def encode(self, source_ids, training=False):
@@ -109,7 +157,8 @@ class Transformer(Seq2SeqLM):
         if self.normalize_first:
             x = self.encoder_norm(x)
         encoded = {"mask": mask}
-        for i, block in enumerate(self.decoder_blocks):  # cross-attention keys/values, once per sentence
+        # cross-attention keys/values, once per sentence
+        for i, block in enumerate(self.decoder_blocks):
             encoded[f"keys_{i}"], encoded[f"values_{i}"] = block.cross_attention.project_kv(x)
         return encoded
 
@@ -132,11 +181,17 @@ class Transformer(Seq2SeqLM):
     def initial_decoder_state(self, encoded, max_length):
         batch = tf.shape(encoded["mask"])[0]
         heads, head_dim = self.num_heads, self.d_model // self.num_heads
-        state = {"position": tf.zeros([batch], tf.int32),
-                 "attention": tf.zeros(tf.shape(encoded["mask"]), tf.float32)}
+        state = {
+            "position": tf.zeros([batch], tf.int32),
+            "attention": tf.zeros(tf.shape(encoded["mask"]), tf.float32),
+        }
         for i in range(len(self.decoder_blocks)):
-            state[f"cache_keys_{i}"] = tf.zeros([batch, max_length, heads, head_dim], self.compute_dtype)
-            state[f"cache_values_{i}"] = tf.zeros([batch, max_length, heads, head_dim], self.compute_dtype)
+            state[f"cache_keys_{i}"] = tf.zeros(
+                [batch, max_length, heads, head_dim], self.compute_dtype
+            )
+            state[f"cache_values_{i}"] = tf.zeros(
+                [batch, max_length, heads, head_dim], self.compute_dtype
+            )
         return state
 
     def decode_step(self, token_ids, state, encoded):
@@ -146,7 +201,9 @@ class Transformer(Seq2SeqLM):
         weights = None
         for i, block in enumerate(self.decoder_blocks):
             cache = (state[f"cache_keys_{i}"], state[f"cache_values_{i}"])
-            y, cache, weights = block.step(y, cache, position, self._memory(encoded, i), encoded["mask"])
+            y, cache, weights = block.step(
+                y, cache, position, self._memory(encoded, i), encoded["mask"]
+            )
             new_state[f"cache_keys_{i}"], new_state[f"cache_values_{i}"] = cache
         new_state["attention"] = weights[:, 0, :]  # last layer, mean over heads
         return self._logits(y)[:, 0, :], new_state
@@ -157,10 +214,18 @@ class Transformer(Seq2SeqLM):
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "num_layers": self.num_layers, "num_decoder_layers": self.num_decoder_layers,
-            "d_model": self.d_model, "num_heads": self.num_heads, "ffn_dim": self.ffn_dim,
-            "dropout": self.dropout, "positions": self.positions, "max_positions": self.max_positions,
-            "normalize_first": self.normalize_first, "share_embeddings": self.share_embeddings,
-        })
+        config.update(
+            {
+                "num_layers": self.num_layers,
+                "num_decoder_layers": self.num_decoder_layers,
+                "d_model": self.d_model,
+                "num_heads": self.num_heads,
+                "ffn_dim": self.ffn_dim,
+                "dropout": self.dropout,
+                "positions": self.positions,
+                "max_positions": self.max_positions,
+                "normalize_first": self.normalize_first,
+                "share_embeddings": self.share_embeddings,
+            }
+        )
         return config

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import keras
 
-from keras_s2s.training.files import atomic_write, ensure_free_space, weights_file_bytes
+from keras_s2s.files import atomic_write, ensure_free_space, weights_file_bytes
 
 log = logging.getLogger("keras_s2s")
 
@@ -45,41 +45,61 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
     older backups are removed. A crash at any moment leaves `latest.json`
     naming a complete file whose epoch count matches its weights, so a resumed
     run neither repeats nor skips a step. The backup folder is removed when
-    training ends normally.
+    training ends normally. Unlike Keras's callback it restores before `fit`
+    (`restore`), which then starts at `initial_epoch`: a callback has no public
+    way to move `fit`'s first epoch.
     """
 
     def __init__(self, backup_dir: str | Path, write: bool = True, clock=time.perf_counter):
         super().__init__()
         self.backup_dir = Path(backup_dir)
-        self.write = write  # False on multi-worker non-chiefs: they restore from the chief's backup only
+        self.write = (
+            write  # False on multi-worker non-chiefs: they restore from the chief's backup only
+        )
         self.history = {}  # every epoch's logs, the epochs before a resume included
         self.clock, self.seconds_before, self._start = clock, 0.0, None
 
     def seconds_spent(self) -> float:
         """Seconds spent training, the runs before a resume included (up to their last backup)."""
-        return self.seconds_before + (self.clock() - self._start if self._start is not None else 0.0)
+        return self.seconds_before + (
+            self.clock() - self._start if self._start is not None else 0.0
+        )
 
-    def on_train_begin(self, logs=None):
-        self.history, self.seconds_before, self._start = {}, 0.0, self.clock()
+    def restore(self, model: keras.Model) -> int:
+        """Load the last backup into `model` (weights and optimizer state) and return the number of epochs it
+        had finished (0 without a backup): pass it on as `fit(..., initial_epoch=...)`.
+
+        Example:
+            >>> backup = AtomicBackupAndRestore("runs/x/backup")
+            >>> model.fit(data, epochs=5, initial_epoch=backup.restore(model), callbacks=[backup])
+        """
+        self.history, self.seconds_before = {}, 0.0
         pointer = self.backup_dir / "latest.json"
         if not pointer.is_file():
-            return
+            return 0
         start_over = f"remove {self.backup_dir} to train again from the start"
         try:
             latest = json.loads(pointer.read_text())
             epoch, weights = int(latest["epoch"]), self.backup_dir / latest["weights"]
         except (ValueError, KeyError, TypeError) as error:
-            raise ValueError(f"{pointer}: not a readable backup pointer ({str(error)[:80]}); {start_over}") from None
-        if self.model.optimizer is not None and not self.model.optimizer.built:
-            self.model.optimizer.build(self.model.trainable_variables)
+            raise ValueError(
+                f"{pointer}: not a readable backup pointer ({str(error)[:80]}); {start_over}"
+            ) from None
+        if model.optimizer is not None and not model.optimizer.built:
+            model.optimizer.build(model.trainable_variables)
         try:
-            self.model.load_weights(weights)
+            model.load_weights(weights)
         except Exception as error:  # h5py and Keras report damaged files in several types
-            raise ValueError(f"{weights}: the backup does not load ({str(error)[:120]}); {start_over}") from None
+            raise ValueError(
+                f"{weights}: the backup does not load ({str(error)[:120]}); {start_over}"
+            ) from None
         self.history = latest.get("history", {})
         self.seconds_before = float(latest.get("train_seconds", 0.0))
-        self.model._initial_epoch = epoch
         log.info("resuming from the backup after epoch %d (%s)", epoch, self.backup_dir)
+        return epoch
+
+    def on_train_begin(self, logs=None):
+        self._start = self.clock()
 
     def on_epoch_end(self, epoch, logs=None):
         for key, value in (logs or {}).items():
@@ -90,9 +110,19 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         ensure_free_space(self.backup_dir, weights_file_bytes(self.model))
         name = f"epoch-{epoch + 1:04d}.weights.h5"
         atomic_write(self.backup_dir / name, self.model.save_weights)
-        atomic_write(self.backup_dir / "latest.json", lambda p: p.write_text(
-            json.dumps({"epoch": epoch + 1, "weights": name, "history": self.history,
-                        "train_seconds": round(self.seconds_spent(), 3)})))
+        atomic_write(
+            self.backup_dir / "latest.json",
+            lambda p: p.write_text(
+                json.dumps(
+                    {
+                        "epoch": epoch + 1,
+                        "weights": name,
+                        "history": self.history,
+                        "train_seconds": round(self.seconds_spent(), 3),
+                    }
+                )
+            ),
+        )
         for old in self.backup_dir.glob("epoch-*.weights.h5"):
             if old.name != name:
                 old.unlink()

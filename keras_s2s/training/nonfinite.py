@@ -56,13 +56,20 @@ class ScaledSchedule(keras.optimizers.schedules.LearningRateSchedule):
         return self.schedule(step) * self.factor
 
     def get_config(self):
-        return {"schedule": keras.saving.serialize_keras_object(self.schedule), "factor": self.factor}
+        return {
+            "schedule": keras.saving.serialize_keras_object(self.schedule),
+            "factor": self.factor,
+        }
 
 
 def _rate_variable(optimizer):
     """The variable holding `optimizer`'s learning rate, or None when a schedule computes it."""
     inner = getattr(optimizer, "inner_optimizer", optimizer)
-    return inner.learning_rate if isinstance(inner.get_config()["learning_rate"], (int, float)) else None
+    return (
+        inner.learning_rate
+        if isinstance(inner.get_config()["learning_rate"], (int, float))
+        else None
+    )
 
 
 def lower_learning_rate(optimizer, factor: float) -> bool:
@@ -95,7 +102,11 @@ class NonFiniteGuard(keras.callbacks.Callback):
         super().__init__()
         if not 0 < lr_factor <= 1:
             raise ValueError(f"training.nonfinite.lr_factor must be in (0, 1], got {lr_factor}")
-        self.rollbacks, self.lr_factor, self.skipped_steps = int(rollbacks), float(lr_factor), int(skipped_steps)
+        self.rollbacks, self.lr_factor, self.skipped_steps = (
+            int(rollbacks),
+            float(lr_factor),
+            int(skipped_steps),
+        )
         self.done = 0
         self._good = None  # (variables' values, step, description) of the last good state
 
@@ -104,10 +115,15 @@ class NonFiniteGuard(keras.callbacks.Callback):
         rollback lowers the rate further) or the loss scale (lowered from where the skipping left it)."""
         optimizer = self.model.optimizer
         keep_going = [_rate_variable(optimizer), getattr(optimizer, "dynamic_scale", None)]
-        return [v for v in [*self.model.weights, *optimizer.variables] if not any(v is k for k in keep_going)]
+        return [
+            v
+            for v in [*self.model.weights, *optimizer.variables]
+            if not any(v is k for k in keep_going)
+        ]
 
     def _step(self) -> int:
-        return int(self.model.optimizer.iterations.numpy())  # .numpy(): a MirroredVariable has no __int__
+        # .numpy(): a MirroredVariable has no __int__
+        return int(self.model.optimizer.iterations.numpy())
 
     def _keep(self, where: str) -> None:
         self._good = ([np.array(v.numpy()) for v in self._variables()], self._step(), where)
@@ -119,20 +135,25 @@ class NonFiniteGuard(keras.callbacks.Callback):
         self._last_iterations, self._batches_without_update = self._step(), 0
         self._scaled = hasattr(self.model.optimizer, "dynamic_scale")
         self._batches_per_call = int(getattr(self.model, "steps_per_execution", 1) or 1)
-        inner = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)  # under loss scaling
+        # under loss scaling
+        inner = getattr(self.model.optimizer, "inner_optimizer", self.model.optimizer)
         self._batches_per_update = int(getattr(inner, "accumulate_steps", 1))
 
     def on_train_batch_end(self, batch, logs=None):
         loss = float((logs or {}).get("loss", 0.0))
         iterations = self._step()
         updated, self._last_iterations = iterations != self._last_iterations, iterations
-        self._batches_without_update = 0 if updated else self._batches_without_update + self._batches_per_call
+        self._batches_without_update = (
+            0 if updated else self._batches_without_update + self._batches_per_call
+        )
         if not self._scaled:
             if not math.isfinite(loss):
                 self._roll_back(f"the loss is {loss}")
         elif self._batches_without_update >= self.skipped_steps * self._batches_per_update:
-            self._roll_back(f"{self._batches_without_update} batches in a row were skipped by the loss scaling "
-                            f"(non-finite gradients; loss {loss:.4g})")
+            self._roll_back(
+                f"{self._batches_without_update} batches in a row were skipped by the loss scaling "
+                f"(non-finite gradients; loss {loss:.4g})"
+            )
         elif not math.isfinite(loss):
             self.model.reset_metrics()  # a skipped step: keep the epoch's running loss readable
 
@@ -147,20 +168,31 @@ class NonFiniteGuard(keras.callbacks.Callback):
                 f"training diverged at step {self._step()} ({what}) after {self.done} "
                 f"rollback(s) with the learning rate lowered each time by {self.lr_factor}. Try a lower "
                 "training.learning_rate, more training.warmup_steps, training.clipnorm (e.g. 1.0), or precision "
-                "mixed_bfloat16 / float32 instead of mixed_float16; the run's backup keeps its last good epoch")
+                "mixed_bfloat16 / float32 instead of mixed_float16; the run's backup keeps its last good epoch"
+            )
         for variable, value in zip(self._variables(), values):
             variable.assign(value)
         retrace = lower_learning_rate(self.model.optimizer, self.lr_factor)
         scale = ""
         if self._scaled:
             optimizer = self.model.optimizer
-            optimizer.dynamic_scale.assign(max(float(optimizer.dynamic_scale.numpy()) * self.lr_factor, 1.0))
+            optimizer.dynamic_scale.assign(
+                max(float(optimizer.dynamic_scale.numpy()) * self.lr_factor, 1.0)
+            )
             scale = f", loss scale now {float(optimizer.dynamic_scale.numpy()):g}"
         self.model.reset_metrics()
         if retrace:
             self.model.make_train_function(force=True)
         self.done += 1
         self._last_iterations, self._batches_without_update = step, 0
-        log.warning("non-finite training step: %s; rolled back to %s (step %d), learning rate x%g%s "
-                    "(rollback %d of %d)", what, where, step, self.lr_factor ** self.done, scale, self.done,
-                    self.rollbacks)
+        log.warning(
+            "non-finite training step: %s; rolled back to %s (step %d), learning rate x%g%s "
+            "(rollback %d of %d)",
+            what,
+            where,
+            step,
+            self.lr_factor**self.done,
+            scale,
+            self.done,
+            self.rollbacks,
+        )

@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import math
@@ -39,23 +38,22 @@ import keras
 import tensorflow as tf
 import yaml
 
-from keras_s2s import zoo
+from keras_s2s import tasks, zoo
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.fitting import settings_to_fit
-from keras_s2s.data.parallel import read_splits, load_parallel_data
-from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data, read_speech_splits
-from keras_s2s.data.tokenizer import load_run_tokenizer, save_run_tokenizer
-from keras_s2s.data.tts import TTS_DATA_KEYS, load_tts_data, normalized_utterances
-from keras_s2s.distribute import describe_strategy, get_strategy, is_chief
+from keras_s2s.distribution import describe_strategy, get_strategy, is_chief
+from keras_s2s.files import atomic_write
+from keras_s2s.precision import set_precision
+from keras_s2s.tasks import PreparedTask
 from keras_s2s.training.backup import AtomicBackupAndRestore, AtomicCheckpoint
-from keras_s2s.training.files import atomic_write, write_results
 from keras_s2s.training.nonfinite import NonFiniteGuard
-from keras_s2s.training.precision import set_precision
-from keras_s2s.training.speech_eval import evaluate_speech
-from keras_s2s.training.time_limit import (UNTIL_TIME_EPOCHS, DeadlineLearningRate, TimeLimit,
-                                          schedule_for_time_limit)
-from keras_s2s.training.validation import BestCheckpoint, read_scores, score
-from keras_s2s.training.tts_eval import evaluate_synthesis
+from keras_s2s.training.time_limit import (
+    UNTIL_TIME_EPOCHS,
+    DeadlineLearningRate,
+    TimeLimit,
+    schedule_for_time_limit,
+)
+from keras_s2s.training.validation import BestCheckpoint, read_scores
 
 log = logging.getLogger("keras_s2s")
 FIT_FILE = "fit.json"  # how long training took, how many steps: kept for the preset of a run finished later
@@ -65,46 +63,18 @@ def load_model(run_dir: str | Path) -> keras.Model:
     """The trained model (with its tokenizer) saved in a run directory."""
     path = Path(run_dir) / "model.keras"
     if not path.is_file():
-        raise FileNotFoundError(f"{path} not found: is '{run_dir}' a finished keras-s2s run directory?")
+        raise FileNotFoundError(
+            f"{path} not found: is '{run_dir}' a finished keras-s2s run directory?"
+        )
     if not zipfile.is_zipfile(path):
-        raise ValueError(f"{path}: not a readable .keras file (damaged or truncated); rerun training with the same "
-                         "--out to write it again from the last checkpoint, or restore it from a copy")
+        raise ValueError(
+            f"{path}: not a readable .keras file (damaged or truncated); rerun training with the same "
+            "--out to write it again from the last checkpoint, or restore it from a copy"
+        )
     try:
         return keras.saving.load_model(path)
     except (zipfile.BadZipFile, OSError, EOFError, KeyError) as error:
         raise ValueError(f"{path}: the model does not load ({str(error)[:160]})") from None
-
-
-def evaluate(model: keras.Model, test_pairs: list, out_dir: Path | None = None, demo=None, samples: int = 3,
-             beam_width: int = 1, length_penalty: float = 0.6, coverage_penalty: float = 0.0) -> dict:
-    """Translate the test split (greedy or beam search), score it, write hypotheses, print a few samples."""
-    if not test_pairs:
-        raise ValueError("the test split is empty: nothing to evaluate")
-    sources = [s for s, _ in test_pairs]
-    references = [t for _, t in test_pairs]
-    start = time.time()
-    hypotheses = model.translate(sources, beam_width=beam_width, length_penalty=length_penalty,
-                                 coverage_penalty=coverage_penalty)
-    result = score(hypotheses, references)
-    result["beam_width"] = beam_width
-    result["length_penalty"] = length_penalty if beam_width > 1 else None
-    result["coverage_penalty"] = coverage_penalty
-    result["sentences"] = len(sources)
-    result["decode_seconds"] = round(time.time() - start, 1)
-    if demo is not None:
-        result["dictionary_baseline_bleu"] = score(demo.dictionary_baseline(sources), references)["bleu"]
-    if out_dir is not None:
-        write_results(out_dir, "hypotheses", hypotheses, result, beam_width)
-    decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {length_penalty}"
-    if coverage_penalty:
-        decoding += f", beta {coverage_penalty}"
-    print(f"held-out BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({len(sources)} sentences, {decoding})")
-    print(f"  {result['bleu_signature']}")
-    if "dictionary_baseline_bleu" in result:
-        print(f"  word-by-word dictionary baseline BLEU {result['dictionary_baseline_bleu']:.2f}")
-    for src, ref, hyp in list(zip(sources, references, hypotheses))[:samples]:
-        print(f"  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
-    return result
 
 
 def _flatten(tree: dict, prefix: str = "") -> dict:
@@ -119,8 +89,11 @@ def _flatten(tree: dict, prefix: str = "") -> dict:
 
 def _has_trained(out: Path) -> bool:
     """Whether `out` holds training worth protecting: a finished epoch (backup or checkpoint) or a model."""
-    return ((out / "model.keras").exists() or (out / "backup" / "latest.json").exists()
-            or any((out / "checkpoints").glob("epoch-*.weights.h5")))
+    return (
+        (out / "model.keras").exists()
+        or (out / "backup" / "latest.json").exists()
+        or any((out / "checkpoints").glob("epoch-*.weights.h5"))
+    )
 
 
 def check_run_dir(out: Path, card) -> None:
@@ -130,8 +103,10 @@ def check_run_dir(out: Path, card) -> None:
     checkpoint) is not a run to protect: its files are removed and the run starts afresh.
     """
     if (out / "preset").exists():
-        raise ValueError(f"{out} already holds a finished run (model.keras and preset/); choose another --out "
-                         "or remove it")
+        raise ValueError(
+            f"{out} already holds a finished run (model.keras and preset/); choose another --out "
+            "or remove it"
+        )
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a run directory")
     saved_path = out / "card.yaml"
@@ -145,16 +120,26 @@ def check_run_dir(out: Path, card) -> None:
     fitted = settings_to_fit(card.data.get("source"), card.data.get("fit_to_corpus"))
     for card_keys in (saved, current):
         card_keys.pop("training.time_limit", None)  # a budget may be raised on resume
-        for key in fitted:  # chosen from the corpus when the run began (the same corpus: the same choice)
+        for (
+            key
+        ) in fitted:  # chosen from the corpus when the run began (the same corpus: the same choice)
             card_keys.pop(f"data.{key}", None)
-    changed = [f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
-               for key in sorted(set(saved) | set(current)) if saved.get(key) != current.get(key)]
+    changed = [
+        f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
+        for key in sorted(set(saved) | set(current))
+        if saved.get(key) != current.get(key)
+    ]
     if changed and _has_trained(out):
-        raise ValueError(f"cannot resume the interrupted run in {out}: settings differ from {saved_path}: "
-                         f"{', '.join(changed)}. Use the same settings, or another --out")
-    if changed:  # an attempt that never finished an epoch: its card and tokenizer belong to other settings
-        log.warning("%s: an earlier attempt with other settings stopped before its first epoch; starting afresh",
-                    out)
+        raise ValueError(
+            f"cannot resume the interrupted run in {out}: settings differ from {saved_path}: "
+            f"{', '.join(changed)}. Use the same settings, or another --out"
+        )
+    # an attempt that never finished an epoch: its card and tokenizer belong to other settings
+    if changed:
+        log.warning(
+            "%s: an earlier attempt with other settings stopped before its first epoch; starting afresh",
+            out,
+        )
         for path in [saved_path, *out.glob("tokenizer.*")]:
             path.unlink()
 
@@ -186,94 +171,6 @@ def _available_cores() -> int:
 
 def _steps_per_epoch(card, num_train: int) -> int:
     return card.training.get("steps_per_epoch") or max(1, num_train // card.data["batch_size"])
-
-
-@dataclasses.dataclass
-class PreparedTask:
-    """What `train` needs from a task: datasets, model-building assets and the final evaluation."""
-
-    train: object
-    valid: object
-    num_train: int
-    build_kwargs: dict
-    evaluate: object  # model -> results dict
-    commit: object  # () -> None: writes the card and the tokenizer, once the model is built
-    valid_pairs: list | None = None  # (source, reference) dev pairs: validation BLEU while training
-
-
-def _write_card(out: Path, card) -> None:
-    out.mkdir(parents=True, exist_ok=True)  # only once the data is known to be good
-    atomic_write(out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False)))
-
-
-def _require_test_split(count: int, card) -> None:
-    if not count:
-        raise ValueError(f"{card.data['source']}: the test split is empty (data.num_test is "
-                         f"{card.data.get('num_test', 'unset')}), so the trained model could not be evaluated; "
-                         "give the corpus a test split or set data.num_test")
-
-
-def prepare_text(card, out: Path, policy: str, strategy) -> PreparedTask:
-    """Translation: tokenizer (built once per run), parallel datasets, BLEU evaluation."""
-    tokenization = card.data.get("tokenization", "sentencepiece")
-    tokenizer = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))
-    start = time.time()
-    corpus = load_parallel_data(
-        **card.data,  # the card's data keys are load_parallel_data's arguments
-        pad_to_multiple=8 if policy != "float32" else 1,
-        tokenizer=tokenizer,
-        repeat=True,
-        drop_remainder=strategy.num_replicas_in_sync > 1,
-        length_limit=card.model["max_positions"] - 1 if card.model.get("max_positions") else None,  # +1: BOS/EOS
-    )
-    _require_test_split(len(corpus.test_pairs), card)
-    for key, (value, reason) in corpus.fitted.items():  # recorded in the run's card.yaml
-        log.info("data.%s fitted to the corpus: %s (card: %s) - %s; fix it with --set %s=N",
-                 key, value, card.data.get(key), reason, key)
-        card.data[key] = value
-    log.info("data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
-             time.time() - start, len(corpus.train_pairs), len(corpus.valid_pairs), len(corpus.test_pairs),
-             corpus.tokenizer.vocab_size)
-
-    def commit():
-        _write_card(out, card)
-        if tokenizer is None:
-            save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
-
-    return PreparedTask(corpus.train, corpus.valid, len(corpus.train_pairs), {"tokenizer": corpus.tokenizer},
-                        lambda model: evaluate(model, corpus.test_pairs, out, demo=corpus.demo), commit,
-                        corpus.valid_pairs)
-
-
-def _prepare_audio(card, out: Path, strategy, load, data_keys: tuple, evaluate_fn, **load_args) -> PreparedTask:
-    """Load an audio task's data with the card's `data_keys`, write the card, evaluate with `evaluate_fn`."""
-    start = time.time()
-    data = load(**{key: card.data[key] for key in data_keys if key in card.data}, **load_args, repeat=True,
-                drop_remainder=strategy.num_replicas_in_sync > 1)
-    _require_test_split(len(data.test_utterances), card)
-    log.info("data ready in %.1fs", time.time() - start)
-    return PreparedTask(data.train, data.valid, len(data.train_utterances),
-                        {"vocabulary": data.vocabulary, "extractor": data.extractor},
-                        lambda model: evaluate_fn(model, data.test_utterances, out), lambda: _write_card(out, card))
-
-
-def prepare_speech(card, out: Path, policy: str, strategy) -> PreparedTask:
-    """Speech recognition: checked utterances, feature datasets, WER evaluation."""
-    return _prepare_audio(card, out, strategy, load_speech_data, SPEECH_DATA_KEYS, evaluate_speech,
-                          pad_to_multiple=8 if policy != "float32" else 1)
-
-
-def prepare_synthesis(card, out: Path, policy: str, strategy) -> PreparedTask:
-    """Speech synthesis: normalized texts, cached mel targets, alignment/mel-distance evaluation."""
-    return _prepare_audio(card, out, strategy, load_tts_data, TTS_DATA_KEYS, evaluate_synthesis,
-                          reduction_factor=card.model.get("reduction_factor", 1),
-                          tail_steps=card.model.get("stop_tail", 4))
-
-
-def _prepare(card):
-    if zoo.is_synthesis(card):
-        return prepare_synthesis
-    return prepare_speech if zoo.is_speech(card) else prepare_text
 
 
 def train(
@@ -313,28 +210,43 @@ def train(
         card.data["fit_to_corpus"] = [key for key in card.data["fit_to_corpus"] if key not in given]
     replaced = schedule_for_time_limit(card.training, given)
     if replaced:
-        log.info("training.schedule: deadline (card: %s) - the default with a time limit: the rate anneals to "
-                 "lr_floor as the budget runs out; fix it with --set schedule=%s", replaced, replaced)
+        log.info(
+            "training.schedule: deadline (card: %s) - the default with a time limit: the rate anneals to "
+            "lr_floor as the budget runs out; fix it with --set schedule=%s",
+            replaced,
+            replaced,
+        )
     out = Path(out or Path("runs") / card.name)
     # first: a multi-worker strategy must exist before TensorFlow runs anything
-    strategy = get_strategy(card.training["strategy"], devices=devices,
-                            time_chunks=card.training.get("time_chunks", 1))
+    strategy = get_strategy(
+        card.training["strategy"], devices=devices, time_chunks=card.training.get("time_chunks", 1)
+    )
     if card.training.get("schedule") == "deadline" and not card.training.get("time_limit"):
-        raise ValueError("training.schedule deadline decays by the share of the time budget spent: give "
-                         "--time-limit (or training.time_limit), or another schedule")
-    if card.training.get("time_limit") and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
-        raise ValueError("training.time_limit is not supported with several workers yet (each worker's clock "
-                         "would stop it at another step); give --steps or --epochs")
+        raise ValueError(
+            "training.schedule deadline decays by the share of the time budget spent: give "
+            "--time-limit (or training.time_limit), or another schedule"
+        )
+    if card.training.get("time_limit") and isinstance(
+        strategy, tf.distribute.MultiWorkerMirroredStrategy
+    ):
+        raise ValueError(
+            "training.time_limit is not supported with several workers yet (each worker's clock "
+            "would stop it at another step); give --steps or --epochs"
+        )
     if not is_chief(strategy):  # a worker other than the chief writes nothing that lasts
         with tempfile.TemporaryDirectory(prefix="keras-s2s-worker-") as scratch:
             return _train(card, out, Path(scratch), strategy, epochs, steps, verbose)
     return _train(card, out, out, strategy, epochs, steps, verbose)
 
 
-def _best_checkpoint(card, task: PreparedTask, directory: Path, chief: bool) -> BestCheckpoint | None:
+def _best_checkpoint(
+    card, task: PreparedTask, directory: Path, chief: bool
+) -> BestCheckpoint | None:
     """The card's validation (BLEU for translation, the validation loss otherwise); None without a dev split."""
     settings = dict(card.training.get("validation", {}))
-    settings.setdefault("metric", "bleu" if task.valid_pairs else "loss")
+    settings.setdefault(
+        "metric", tasks.for_card(card).validation_metric if task.valid_pairs else "loss"
+    )
     if task.valid is None and not task.valid_pairs:
         return None
     return BestCheckpoint(directory, pairs=task.valid_pairs, write=chief, **settings)
@@ -350,8 +262,10 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     card.training["precision"] = policy  # resolved once, logged once
     if chief:
         check_run_dir(out, card)
-    task = _prepare(card)(card, write_dir, policy, strategy)
-    if (out / "model.keras").exists():  # trained, but evaluation or the preset did not follow: finish it
+    task = tasks.for_card(card).prepare(card, write_dir, policy, strategy)
+    if (
+        out / "model.keras"
+    ).exists():  # trained, but evaluation or the preset did not follow: finish it
         return _finish(card, out, task, run_clock) if chief else {}
     model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
     task.commit()  # only now: a card that cannot build a model leaves nothing behind
@@ -359,42 +273,58 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     time_limit = card.training.get("time_limit")
     length = f"{epochs or card.training['epochs']} epoch(s) x {steps_per_epoch} steps"
     if time_limit and not (epochs or steps):  # the budget alone bounds the run
-        epochs, length = UNTIL_TIME_EPOCHS, f"until {time_limit} are spent, in epochs of {steps_per_epoch} steps"
+        epochs, length = (
+            UNTIL_TIME_EPOCHS,
+            f"until {time_limit} are spent, in epochs of {steps_per_epoch} steps",
+        )
     elif time_limit:
         length += f", or {time_limit}"
     epochs = epochs or card.training["epochs"]
     if steps:
         epochs = max(1, math.ceil(steps / steps_per_epoch))
         steps_per_epoch = math.ceil(steps / epochs)
-        length = f"{epochs} epoch(s) x {steps_per_epoch} steps" + (f", or {time_limit}" if time_limit else "")
+        length = f"{epochs} epoch(s) x {steps_per_epoch} steps" + (
+            f", or {time_limit}" if time_limit else ""
+        )
     backup = AtomicBackupAndRestore(out / "backup", write=chief, clock=_train_clock)
     callbacks = [
         AtomicCheckpoint(write_dir / "checkpoints"),
         backup,  # after the checkpoint: the backup commits the epoch
-        NonFiniteGuard(**card.training.get("nonfinite", {})),  # after the backup: keeps the restored state
+        # after the backup: keeps the restored state
+        NonFiniteGuard(**card.training.get("nonfinite", {})),
         keras.callbacks.TensorBoard(str(write_dir / "logs")),
     ]
     if time_limit:
         callbacks.insert(2, TimeLimit(parse_duration(time_limit), backup.seconds_spent))
     if card.training.get("schedule") == "deadline":
-        deadline = DeadlineLearningRate(card.training["learning_rate"], parse_duration(time_limit),
-                                        backup.seconds_spent, card.training.get("warmup_steps", 0),
-                                        card.training.get("lr_floor", 0.0))
+        deadline = DeadlineLearningRate(
+            card.training["learning_rate"],
+            parse_duration(time_limit),
+            backup.seconds_spent,
+            card.training.get("warmup_steps", 0),
+            card.training.get("lr_floor", 0.0),
+        )
         callbacks.insert(0, deadline)  # first: the rate it logs reaches the backup's history
     best = _best_checkpoint(card, task, write_dir / "checkpoints", chief)
     if best is not None:
         callbacks.insert(1, best)  # before the backup: an epoch's backup holds its score
     if verbose is None:
         verbose = 1 if sys.stdout.isatty() else 2
-    print(f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
-          f"{describe_strategy(strategy)}): {length}")
+    print(
+        f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
+        f"{describe_strategy(strategy)}): {length}"
+    )
     fit_clock = _clock()
+    # 0, or the epochs an interrupted run had finished; in the strategy's scope, as fit builds the slots
+    with model_obj.distribute_strategy.scope():
+        initial_epoch = backup.restore(model_obj)
     model_obj.fit(
         task.train,
         # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
         validation_data=task.valid.repeat() if task.valid is not None else None,
         validation_steps=sum(1 for _ in task.valid) if task.valid is not None else None,
         epochs=epochs,
+        initial_epoch=initial_epoch,
         steps_per_epoch=steps_per_epoch,
         callbacks=callbacks,
         verbose=verbose,
@@ -406,15 +336,21 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
         return {"train_seconds": round(train_seconds, 1), "loss": backup.history["loss"][-1]}
     atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(backup.history, indent=2)))
-    fit = {"train_seconds": round(train_seconds, 1), "fit_cores_busy": fit_cores,
-           "training_steps": int(model_obj.optimizer.iterations.numpy())}
+    fit = {
+        "train_seconds": round(train_seconds, 1),
+        "fit_cores_busy": fit_cores,
+        "training_steps": int(model_obj.optimizer.iterations.numpy()),
+    }
     if best is not None:
-        fit["weights_epoch"] = best.restore_best(model_obj)  # the best, or the last if within min_delta
+        # the best, or the last if within min_delta
+        fit["weights_epoch"] = best.restore_best(model_obj)
         fit["best_epoch"] = best.best_epoch
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
     atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
-    print(f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
-          f"model saved to {out / 'model.keras'}")
+    print(
+        f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
+        f"model saved to {out / 'model.keras'}"
+    )
     return _evaluate_and_save_preset(card, out, task, model_obj, fit, run_clock)
 
 
@@ -426,39 +362,55 @@ def _finish(card, out: Path, task: PreparedTask, run_clock) -> dict:
     return _evaluate_and_save_preset(card, out, task, load_model(out), fit, run_clock)
 
 
-def _evaluate_and_save_preset(card, out: Path, task: PreparedTask, model_obj, fit: dict, run_clock) -> dict:
+def _evaluate_and_save_preset(
+    card, out: Path, task: PreparedTask, model_obj, fit: dict, run_clock
+) -> dict:
     result = task.evaluate(model_obj)
-    result.update({key: fit[key] for key in ("train_seconds", "fit_cores_busy", "best_epoch", "weights_epoch")
-                   if key in fit},
-                  run_cores_busy=cores_busy(run_clock))
-    model_obj.save_to_preset(out / "preset", metadata={
-        "card": card.to_dict(), "training_steps": fit.get("training_steps"),
-        "train_seconds": fit.get("train_seconds"), "metrics": result})
+    result.update(
+        {
+            key: fit[key]
+            for key in ("train_seconds", "fit_cores_busy", "best_epoch", "weights_epoch")
+            if key in fit
+        },
+        run_cores_busy=cores_busy(run_clock),
+    )
+    model_obj.save_to_preset(
+        out / "preset",
+        metadata={
+            "card": card.to_dict(),
+            "training_steps": fit.get("training_steps"),
+            "train_seconds": fit.get("train_seconds"),
+            "metrics": result,
+        },
+    )
     return result
 
 
-def evaluate_run(run_dir: str | Path, data: str | None = None, beam_width: int = 1,
-                 length_penalty: float = 0.6, coverage_penalty: float = 0.0) -> dict:
+def evaluate_run(
+    run_dir: str | Path,
+    data: str | None = None,
+    beam_width: int = 1,
+    length_penalty: float = 0.6,
+    coverage_penalty: float = 0.0,
+) -> dict:
     """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU, WER or
     the synthesis checks (attention focus, mel distances)."""
     run_dir = Path(run_dir)
     card = zoo.get_card(str(run_dir / "card.yaml"))
-    if zoo.is_speech(card) or zoo.is_synthesis(card):
-        split_keys = ("num_train", "num_valid", "num_test", "seed")
-        splits = {key: card.data[key] for key in split_keys if key in card.data}
-        _, _, test = read_speech_splits(data or card.data["source"], **splits)
-        if zoo.is_synthesis(card):
-            test = [u for u in normalized_utterances(test) if u.transcript]
-            return evaluate_synthesis(load_model(run_dir), test, run_dir)
-        return evaluate_speech(load_model(run_dir), test, run_dir, beam_width=beam_width)
-    split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
-    splits = {key: card.data[key] for key in split_keys if key in card.data}  # missing: the same defaults as train
-    _, _, test, demo = read_splits(data or card.data["source"], **splits)
-    return evaluate(load_model(run_dir), test, run_dir, demo=demo, beam_width=beam_width,
-                    length_penalty=length_penalty, coverage_penalty=coverage_penalty)
+    return tasks.for_card(card).evaluate_run(
+        load_model(run_dir),
+        card,
+        run_dir,
+        data,
+        beam_width=beam_width,
+        length_penalty=length_penalty,
+        coverage_penalty=coverage_penalty,
+    )
 
 
-def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3, best: int | None = None) -> list[Path]:
+def average_checkpoints(
+    run_dir: str | Path, out: str | Path, last: int = 3, best: int | None = None
+) -> list[Path]:
     """Average the weights of the last `last` (or the `best` by validation score) epoch checkpoints of a
     run into a new run directory.
 
@@ -471,8 +423,10 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3, bes
     folder = run_dir / "checkpoints"
     checkpoints = sorted(folder.glob("epoch-*.weights.h5"))
     if len(checkpoints) < count:
-        raise ValueError(f"{folder} holds {len(checkpoints)} checkpoint(s); cannot average the "
-                         f"{'best' if best is not None else 'last'} {count}")
+        raise ValueError(
+            f"{folder} holds {len(checkpoints)} checkpoint(s); cannot average the "
+            f"{'best' if best is not None else 'last'} {count}"
+        )
     if (out / "model.keras").exists() or (out.exists() and not out.is_dir()):
         raise ValueError(f"{out} already holds a model.keras or is a file; choose another --out")
     if best is None:
@@ -482,8 +436,10 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3, bes
         epoch_of = lambda path: int(path.name.split("-")[1].split(".")[0])  # noqa: E731  epoch-012.weights.h5
         scored = [path for path in checkpoints if epoch_of(path) in scores]
         if len(scored) < best:
-            raise ValueError(f"{folder / 'best.json'} scores {len(scored)} of the checkpoints; cannot pick the "
-                             f"best {best} (runs scored while training have one)")
+            raise ValueError(
+                f"{folder / 'best.json'} scores {len(scored)} of the checkpoints; cannot pick the "
+                f"best {best} (runs scored while training have one)"
+            )
         checkpoints = sorted(sorted(scored, key=lambda path: -scores[epoch_of(path)])[:best])
     model = load_model(run_dir)
     total = [0.0] * len(model.weights)
@@ -491,8 +447,10 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3, bes
         try:
             model.load_weights(path)
         except Exception as error:  # h5py and Keras report damaged files in several types
-            raise ValueError(f"{path}: the checkpoint does not load ({str(error)[:120]}); average fewer (--last) "
-                             "or remove it") from None
+            raise ValueError(
+                f"{path}: the checkpoint does not load ({str(error)[:120]}); average fewer (--last) "
+                "or remove it"
+            ) from None
         total = [t + v.numpy().astype("float64") for t, v in zip(total, model.weights)]
     for variable, summed in zip(model.weights, total):
         variable.assign((summed / len(checkpoints)).astype(variable.dtype))
@@ -500,6 +458,8 @@ def average_checkpoints(run_dir: str | Path, out: str | Path, last: int = 3, bes
     for path in [run_dir / "card.yaml", *run_dir.glob("tokenizer.*")]:
         atomic_write(out / path.name, lambda p, path=path: p.write_bytes(path.read_bytes()))
     atomic_write(out / "model.keras", model.save)
-    print(f"averaged {len(checkpoints)} checkpoints ({', '.join(p.name for p in checkpoints)}) "
-          f"into {out / 'model.keras'}")
+    print(
+        f"averaged {len(checkpoints)} checkpoints ({', '.join(p.name for p in checkpoints)}) "
+        f"into {out / 'model.keras'}"
+    )
     return checkpoints

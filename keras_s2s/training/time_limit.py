@@ -69,20 +69,30 @@ class TimeLimit(keras.callbacks.Callback):
         if left <= 0 and not self.reached:
             self.reached = True
             self.model.stop_training = True
-            log.info("time limit of %s reached: stopping after this step", format_duration(self.seconds))
+            log.info(
+                "time limit of %s reached: stopping after this step", format_duration(self.seconds)
+            )
 
     def on_epoch_end(self, epoch, logs=None):
         if self.reached:
             return
         spent = self.spent()
-        if spent >= self.seconds:  # spent by the epoch's end (validation, checkpoints): no epoch more
+        # spent by the epoch's end (validation, checkpoints): no epoch more
+        if spent >= self.seconds:
             self.reached = True
             self.model.stop_training = True
-            log.info("time limit of %s reached at the end of epoch %d: stopping", format_duration(self.seconds),
-                     epoch + 1)
+            log.info(
+                "time limit of %s reached at the end of epoch %d: stopping",
+                format_duration(self.seconds),
+                epoch + 1,
+            )
             return
-        log.info("%s of the %s time limit spent, %s left", format_duration(spent), format_duration(self.seconds),
-                 format_duration(self.seconds - spent))
+        log.info(
+            "%s of the %s time limit spent, %s left",
+            format_duration(spent),
+            format_duration(self.seconds),
+            format_duration(self.seconds - spent),
+        )
 
 
 def schedule_for_time_limit(training: dict, given: set) -> str | None:
@@ -100,7 +110,9 @@ def schedule_for_time_limit(training: dict, given: set) -> str | None:
     return replaced
 
 
-def deadline_rate(peak: float, step: int, spent_share: float, warmup_steps: int = 0, floor: float = 0.0) -> float:
+def deadline_rate(
+    peak: float, step: int, spent_share: float, warmup_steps: int = 0, floor: float = 0.0
+) -> float:
     """The deadline schedule's rate: warmup by steps, then a cosine by the share of the budget spent.
 
     Example:
@@ -126,10 +138,14 @@ class DeadlineLearningRate(keras.callbacks.Callback):
         floor: float. The rate at the deadline, as a share of `peak`.
     """
 
-    def __init__(self, peak: float, seconds: float, spent, warmup_steps: int = 0, floor: float = 0.0):
+    def __init__(
+        self, peak: float, seconds: float, spent, warmup_steps: int = 0, floor: float = 0.0
+    ):
         super().__init__()
         if not 0.0 <= floor <= 1.0:
-            raise ValueError(f"training.lr_floor must be between 0 and 1 (a share of the peak rate), got {floor}")
+            raise ValueError(
+                f"training.lr_floor must be between 0 and 1 (a share of the peak rate), got {floor}"
+            )
         self.peak, self.seconds, self.spent = float(peak), float(seconds), spent
         self.warmup_steps, self.floor = int(warmup_steps), float(floor)
         self.factor, self.last = 1.0, None
@@ -137,13 +153,16 @@ class DeadlineLearningRate(keras.callbacks.Callback):
     def on_train_batch_begin(self, batch, logs=None):
         optimizer = self.model.optimizer
         current = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-        if self.last and abs(current - self.last) > 1e-6 * self.last:  # lowered (or raised) by someone else
+        # lowered (or raised) by someone else
+        if self.last and abs(current - self.last) > 1e-6 * self.last:
             self.factor *= current / self.last
         step = int(keras.ops.convert_to_numpy(optimizer.iterations))
-        rate = self.factor * deadline_rate(self.peak, step, self.spent() / self.seconds, self.warmup_steps,
-                                           self.floor)
+        rate = self.factor * deadline_rate(
+            self.peak, step, self.spent() / self.seconds, self.warmup_steps, self.floor
+        )
         optimizer.learning_rate = rate
-        self.last = float(keras.ops.convert_to_numpy(optimizer.learning_rate))  # as stored (float32)
+        # as stored (float32)
+        self.last = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
 
     def on_epoch_end(self, epoch, logs=None):
         if logs is not None and self.last is not None:

@@ -29,25 +29,19 @@ import logging
 from pathlib import Path
 
 import keras
-import sacrebleu
 
-from keras_s2s.training.files import atomic_write, ensure_free_space, weights_file_bytes
+from keras_s2s.files import atomic_write, ensure_free_space, weights_file_bytes
+from keras_s2s.metrics import score
 
 log = logging.getLogger("keras_s2s")
 METRICS = ("bleu", "chrf", "loss")
-MIN_DELTA = {"bleu": 0.5, "chrf": 0.5, "loss": 0.0}  # measured: see docs/translation.md, "A real corpus"
+# measured: see docs/translation.md, "A real corpus"
+MIN_DELTA = {
+    "bleu": 0.5,
+    "chrf": 0.5,
+    "loss": 0.0,
+}
 BEST_WEIGHTS, BEST_STATE = "best.weights.h5", "best.json"
-
-
-def score(hypotheses: list[str], references: list[str]) -> dict:
-    """sacreBLEU and chrF of detokenized text, with the BLEU signature."""
-    bleu = sacrebleu.metrics.BLEU()
-    chrf = sacrebleu.metrics.CHRF()
-    return {
-        "bleu": round(bleu.corpus_score(hypotheses, [references]).score, 2),
-        "chrf": round(chrf.corpus_score(hypotheses, [references]).score, 2),
-        "bleu_signature": str(bleu.get_signature()),
-    }
 
 
 def read_scores(directory: str | Path) -> dict[int, float]:
@@ -74,15 +68,32 @@ class BestCheckpoint(keras.callbacks.Callback):
         write: bool. False on multi-worker non-chiefs (they score, but the chief writes).
     """
 
-    def __init__(self, directory, pairs=None, metric: str = "bleu", patience: int = 0, sentences: int = 500,
-                 min_delta: float | None = None, write: bool = True):
+    def __init__(
+        self,
+        directory,
+        pairs=None,
+        metric: str = "bleu",
+        patience: int = 0,
+        sentences: int = 500,
+        min_delta: float | None = None,
+        write: bool = True,
+    ):
         super().__init__()
         if metric not in METRICS:
-            raise ValueError(f"training.validation.metric must be one of {', '.join(METRICS)}, got {metric!r}")
+            raise ValueError(
+                f"training.validation.metric must be one of {', '.join(METRICS)}, got {metric!r}"
+            )
         if metric != "loss" and not pairs:
-            raise ValueError(f"training.validation.metric {metric!r} needs dev pairs (a translation model with a "
-                             "validation split); use metric: loss")
-        self.directory, self.metric, self.patience, self.write = Path(directory), metric, int(patience), write
+            raise ValueError(
+                f"training.validation.metric {metric!r} needs dev pairs (a translation model with a "
+                "validation split); use metric: loss"
+            )
+        self.directory, self.metric, self.patience, self.write = (
+            Path(directory),
+            metric,
+            int(patience),
+            write,
+        )
         self.pairs = list(pairs or [])[:sentences]
         self.min_delta = MIN_DELTA[metric] if min_delta is None else float(min_delta)
         if self.min_delta < 0:
@@ -121,10 +132,18 @@ class BestCheckpoint(keras.callbacks.Callback):
                 atomic_write(self.directory / BEST_WEIGHTS, self.model.save_weights)
         if self.write:
             state = {"metric": self.metric, "best_epoch": self.best_epoch, "scores": self.scores}
-            atomic_write(self.directory / BEST_STATE, lambda p: p.write_text(json.dumps(state, indent=1)))
+            atomic_write(
+                self.directory / BEST_STATE, lambda p: p.write_text(json.dumps(state, indent=1))
+            )
         best = self.scores[self.best_epoch]
-        log.info("validation %s %.2f after epoch %d (best %.2f, epoch %d)", self.metric, value, epoch, best,
-                 self.best_epoch)
+        log.info(
+            "validation %s %.2f after epoch %d (best %.2f, epoch %d)",
+            self.metric,
+            value,
+            epoch,
+            best,
+            self.best_epoch,
+        )
         if self.patience and epoch - self.best_epoch >= self.patience:
             self.model.stop_training = True
             log.info("no validation gain in %d epoch(s): stopping early", self.patience)
@@ -139,11 +158,22 @@ class BestCheckpoint(keras.callbacks.Callback):
         if best == last or not path.is_file():
             return last
         if abs(self.scores[last] - self.scores[best]) <= self.min_delta:
-            log.info("finishing with the last weights: epoch %d's validation %s %.2f is within %g of the best "
-                     "(epoch %d, %.2f)", last, self.metric, self.scores[last], self.min_delta, best,
-                     self.scores[best])
+            log.info(
+                "finishing with the last weights: epoch %d's validation %s %.2f is within %g of the best "
+                "(epoch %d, %.2f)",
+                last,
+                self.metric,
+                self.scores[last],
+                self.min_delta,
+                best,
+                self.scores[best],
+            )
             return last
         model.load_weights(path)
-        log.info("finishing with the best weights: epoch %d, validation %s %.2f", best, self.metric,
-                 self.scores[best])
+        log.info(
+            "finishing with the best weights: epoch %d, validation %s %.2f",
+            best,
+            self.metric,
+            self.scores[best],
+        )
         return best

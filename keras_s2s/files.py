@@ -1,0 +1,79 @@
+"""Writing run files so that readers never see half a file.
+
+Example:
+    >>> atomic_write(Path("runs/x/eval.json"), lambda p: p.write_text("{}"))
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import math
+import os
+import re
+import shutil
+from pathlib import Path
+
+
+def atomic_write(path: Path, write) -> None:
+    """Call `write(tmp_path)`, then rename onto `path`: readers never see half a file."""
+    path = Path(path)
+    # keeps suffixes such as .weights.h5 that writers check
+    tmp = path.with_name(f".tmp-{path.name}")
+    try:
+        write(tmp)
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+
+
+def variables_bytes(variables) -> int:
+    """Bytes that `variables` take when saved (their shapes times their dtypes' sizes)."""
+    return sum(math.prod(v.shape) * _itemsize(str(v.dtype)) for v in variables)
+
+
+def weights_file_bytes(model) -> int:
+    """About how many bytes `model.save_weights` writes: the weights and, once compiled, the optimizer's
+    variables (Keras saves both)."""
+    optimizer = getattr(model, "optimizer", None)
+    return variables_bytes(
+        [*model.weights, *(optimizer.variables if optimizer is not None else [])]
+    )
+
+
+def _itemsize(dtype: str) -> int:
+    """Bytes per element of a dtype name: float32 -> 4, bfloat16 -> 2, int64 -> 8, bool -> 1."""
+    bits = re.search(r"\d+", dtype)
+    return int(bits.group()) // 8 if bits else 1
+
+
+def ensure_free_space(directory: Path, needed_bytes: int) -> None:
+    """An OSError (ENOSPC) naming `directory` when it has less than `needed_bytes` (plus 5%) free, so a
+    checkpoint is never started on a disk it cannot fit on (HDF5 can crash the process there).
+
+    Example:
+        >>> ensure_free_space(Path("runs/x"), weights_file_bytes(model))
+    """
+    free, needed = shutil.disk_usage(directory).free, int(needed_bytes * 1.05) + 2**20
+    if free < needed:
+        raise OSError(
+            errno.ENOSPC,
+            f"{directory}: {free / 2**20:.0f} MiB free, the checkpoint needs about "
+            f"{needed / 2**20:.0f} MiB; free some space",
+        )
+
+
+def write_results(
+    out_dir: Path, name: str, lines: list[str], result: dict, beam_width: int = 1
+) -> None:
+    """`name.txt` and `eval.json` for greedy decoding, `name-beamK.txt` and `eval-beamK.json` for beam K."""
+    suffix = "" if beam_width == 1 else f"-beam{beam_width}"
+    atomic_write(
+        Path(out_dir) / f"{name}{suffix}.txt",
+        lambda p: p.write_text("\n".join(lines) + "\n", encoding="utf-8"),
+    )
+    atomic_write(
+        Path(out_dir) / f"eval{suffix}.json",
+        lambda p: p.write_text(json.dumps(result, indent=2), encoding="utf-8"),
+    )

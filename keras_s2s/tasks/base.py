@@ -1,0 +1,160 @@
+"""`Task`: what each kind of sequence-to-sequence problem brings to the zoo, the run, export and the CLI.
+
+A task knows its models' base class, the assets its models are built with
+(a tokenizer, or a vocabulary and a feature extractor), the loss and metrics
+to compile them with, how to prepare a training run's data and evaluate the
+result, and how to serve the model from a SavedModel. The zoo, the runner,
+export and the CLI ask the task; none of them tests a model's type.
+
+Defining a subclass with a `name` registers it; every module of
+`keras_s2s.tasks` is imported, so a new task is one new file there (plus its
+architecture in `keras_s2s/models/` and a card in `zoo/`).
+
+Example:
+    >>> from keras_s2s import tasks
+    >>> task = tasks.for_card(card)
+    >>> task.name, task.command
+    ('translation', 'translate')
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from pathlib import Path
+from typing import Callable
+
+import yaml
+
+from keras_s2s.files import atomic_write
+
+log = logging.getLogger("keras_s2s")
+REGISTRY: dict[str, "Task"] = {}
+
+
+@dataclasses.dataclass
+class PreparedTask:
+    """What a training run needs from its task: datasets, model-building assets and the final evaluation."""
+
+    train: object
+    valid: object
+    num_train: int
+    build_kwargs: dict
+    evaluate: Callable  # model -> results dict
+    commit: Callable  # () -> None: writes the card (and tokenizer) once the model is built
+    valid_pairs: list | None = None  # (source, reference) dev pairs: validation BLEU while training
+
+
+class Task:
+    """The interface of a task. Subclasses set the class attributes and implement the methods.
+
+    Attributes:
+        name: str. The task's name (`translation`, `recognition`, `synthesis`).
+        model_class: type. The base class of its architectures.
+        command: str. The `keras-s2s` command that uses a trained model.
+        noun: str. What its models are called in messages ("a translation model").
+        validation_metric: str. What `training.validation` scores by default.
+    """
+
+    name = ""
+    model_class: type = object
+    command = ""
+    noun = ""
+    validation_metric = "loss"
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        if cls.name:
+            REGISTRY[cls.name] = cls()
+
+    def model_arguments(self, card, **assets) -> dict:
+        """Constructor arguments beyond the card's `model` part, from the assets (tokenizer, vocabulary ...)."""
+        raise NotImplementedError
+
+    def compile_arguments(self, card) -> dict:
+        """`loss` and `metrics` for `model.compile` (None: the model computes its loss in `compute_loss`)."""
+        return {"loss": None, "metrics": None}
+
+    def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
+        """Load and check the run's data, ready for `fit`."""
+        raise NotImplementedError
+
+    def evaluate_run(
+        self,
+        model,
+        card,
+        run_dir: Path,
+        data: str | None = None,
+        beam_width: int = 1,
+        length_penalty: float = 0.6,
+        coverage_penalty: float = 0.0,
+    ) -> dict:
+        """Re-evaluate a finished run on its test split (or the test split of `data`)."""
+        raise NotImplementedError
+
+    def serving_module(self, model, **options):
+        """A `tf.Module` and its serving function, for `export_saved_model` (`options`: decoding settings)."""
+        raise ValueError(
+            f"cannot export a {type(model).__name__} as a SavedModel (translation models and speech "
+            "recognizers only); use --format keras"
+        )
+
+    def require(self, model, where: str):
+        """`model` if it belongs to this task, else a ValueError naming `where` it came from."""
+        if not isinstance(model, self.model_class):
+            raise ValueError(f"{where} holds a {type(model).__name__}, not {self.noun}")
+        return model
+
+
+def write_card(out: Path, card) -> None:
+    """The run's resolved card, `out/card.yaml` (atomically; the folder is made only now)."""
+    out.mkdir(parents=True, exist_ok=True)
+    atomic_write(
+        out / "card.yaml", lambda p: p.write_text(yaml.safe_dump(card.to_dict(), sort_keys=False))
+    )
+
+
+def require_test_split(count: int, card) -> None:
+    """Refuse a run whose test split is empty: it could not be evaluated after training."""
+    if not count:
+        raise ValueError(
+            f"{card.data['source']}: the test split is empty (data.num_test is "
+            f"{card.data.get('num_test', 'unset')}), so the trained model could not be evaluated; "
+            "give the corpus a test split or set data.num_test"
+        )
+
+
+def prepare_audio(
+    card, out: Path, strategy, load, data_keys: tuple, evaluate, **load_args
+) -> PreparedTask:
+    """An audio task's run: `load` with the card's `data_keys`, write the card, evaluate with `evaluate`."""
+    start = time.time()
+    data = load(
+        **{key: card.data[key] for key in data_keys if key in card.data},
+        **load_args,
+        repeat=True,
+        drop_remainder=strategy.num_replicas_in_sync > 1,
+    )
+    require_test_split(len(data.test_utterances), card)
+    log.info("data ready in %.1fs", time.time() - start)
+    return PreparedTask(
+        data.train,
+        data.valid,
+        len(data.train_utterances),
+        {"vocabulary": data.vocabulary, "extractor": data.extractor},
+        lambda model: evaluate(model, data.test_utterances, out),
+        lambda: write_card(out, card),
+    )
+
+
+def speech_test_split(card, data: str | None):
+    """The test utterances of a speech card's corpus (or of `data`), split as training split it."""
+    from keras_s2s.data.speech import read_speech_splits
+
+    splits = {
+        key: card.data[key]
+        for key in ("num_train", "num_valid", "num_test", "seed")
+        if key in card.data
+    }
+    return read_speech_splits(data or card.data["source"], **splits)[2]

@@ -1,0 +1,159 @@
+"""Speech recognition: `SpeechToText` models (DeepSpeech2, Wave2Letter+, Jasper), CTC, WER/CER.
+
+Example:
+    >>> result = evaluate_speech(model, data.test_utterances, Path("runs/jasper_demo"), beam_width=8)
+    >>> result["wer"]
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from keras_s2s.config import CardError
+from keras_s2s.data.characters import CharVocabulary, normalize_transcript
+from keras_s2s.data.padding import pad_multiple_for
+from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data
+from keras_s2s.data.speech_features import FeatureExtractor
+from keras_s2s.files import write_results
+from keras_s2s.metrics import error_rates
+from keras_s2s.models import SpeechToText
+from keras_s2s.tasks.base import PreparedTask, Task, prepare_audio, speech_test_split
+
+
+def evaluate_speech(
+    model, utterances: list, out_dir: Path | None = None, beam_width: int = 1, samples: int = 3
+) -> dict:
+    """Transcribe `utterances`, print WER/CER and a few samples, write transcripts and eval JSON."""
+    if not utterances:
+        raise ValueError("the test split is empty: nothing to evaluate")
+    references = [normalize_transcript(u.transcript) for u in utterances]
+    start = time.time()
+    hypotheses = model.transcribe([u.path for u in utterances], beam_width=beam_width)
+    result = error_rates(hypotheses, references)
+    result.update(
+        beam_width=beam_width,
+        utterances=len(utterances),
+        decode_seconds=round(time.time() - start, 1),
+    )
+    if out_dir is not None:
+        write_results(out_dir, "transcripts", hypotheses, result, beam_width)
+    decoding = "greedy" if beam_width == 1 else f"beam {beam_width}"
+    print(
+        f"held-out WER {result['wer']:.2f}%  CER {result['cer']:.2f}%  ({len(utterances)} utterances, {decoding})"
+    )
+    for ref, hyp in list(zip(references, hypotheses))[:samples]:
+        print(f"  reference:  {ref}\n  model:      {hyp}")
+    return result
+
+
+class SpeechServer(tf.Module):
+    """Float32 audio [B, N] at the model's sample rate and lengths [B] -> text [B]: features
+    (`tf.signal`), the network and CTC decoding inside one graph."""
+
+    def __init__(self, model, beam_width: int):
+        super().__init__()
+        if model.extractor is None or not isinstance(model.vocabulary, CharVocabulary):
+            raise ValueError(
+                "SavedModel export of a speech recognizer needs its feature extractor and a "
+                "character vocabulary"
+            )
+        self.model, self.beam_width = model, beam_width
+        extractor = model.extractor
+        self.window, self.stride, self.size = (
+            extractor.window,
+            extractor.stride,
+            extractor.feature_size,
+        )
+        self.alphabet = tf.constant(
+            [""] + [model.vocabulary.decode([i]) or " " for i in range(1, model.vocab_size)]
+        )
+
+    @tf.function(
+        input_signature=[
+            tf.TensorSpec([None, None], tf.float32, name="audio"),
+            tf.TensorSpec([None], tf.int32, name="audio_lengths"),
+        ]
+    )
+    def transcribe(self, audio, audio_lengths):
+        frames = tf.maximum(1, 1 + (audio_lengths - self.window) // self.stride)
+        width = tf.reduce_max(frames)
+
+        def featurize(args):
+            samples, length = args
+            features = self.model.extractor(samples[:length])
+            return tf.pad(features, [[0, width - tf.shape(features)[0]], [0, 0]])
+
+        features = tf.map_fn(
+            featurize,
+            (audio, audio_lengths),
+            fn_output_signature=tf.TensorSpec([None, self.size], tf.float32),
+        )
+        logits = self.model({"features": features, "feature_lengths": frames}, training=False)
+        out_lengths = tf.minimum(self.model.output_lengths(frames), tf.shape(logits)[1])
+        strategy = "greedy" if self.beam_width == 1 else "beam_search"
+        decoded, _ = keras.ops.ctc_decode(
+            logits,
+            out_lengths,
+            strategy=strategy,
+            beam_width=self.beam_width,
+            top_paths=1,
+            mask_index=0,
+        )
+        ids = tf.cast(decoded[0], tf.int32)
+        characters = tf.gather(self.alphabet, tf.maximum(ids, 0))
+        characters = tf.where(ids > 0, characters, "")
+        return {"text": tf.strings.strip(tf.strings.reduce_join(characters, axis=1))}
+
+
+class Recognition(Task):
+    """Audio to text: features and a character (or subword) vocabulary, CTC loss inside the model, WER."""
+
+    name = "recognition"
+    model_class = SpeechToText
+    command = "transcribe"
+    noun = "a speech recognizer"
+
+    def assets(self, card):
+        """The feature extractor and character vocabulary the card's `data` part describes."""
+        characters = card.data.get("characters")
+        extractor = FeatureExtractor(**card.data.get("features", {}))
+        return extractor, CharVocabulary(characters) if characters else CharVocabulary()
+
+    def model_arguments(self, card, vocabulary=None, extractor=None, **_) -> dict:
+        if vocabulary is None and card.data.get("vocabulary") == "subword":
+            raise CardError(
+                f"{card.path}: a subword vocabulary is learned from the training transcripts; pass "
+                "vocabulary= (e.g. load_speech_data(...).vocabulary)"
+            )
+        default_extractor, default_vocabulary = self.assets(card)
+        extractor, vocabulary = extractor or default_extractor, vocabulary or default_vocabulary
+        return {
+            "extractor": extractor,
+            "vocabulary": vocabulary,
+            "num_features": extractor.feature_size,
+            "vocab_size": vocabulary.vocab_size,
+        }
+
+    def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
+        return prepare_audio(
+            card,
+            out,
+            strategy,
+            load_speech_data,
+            SPEECH_DATA_KEYS,
+            evaluate_speech,
+            pad_to_multiple=pad_multiple_for(policy),
+        )
+
+    def evaluate_run(
+        self, model, card, run_dir: Path, data: str | None = None, beam_width: int = 1, **_
+    ) -> dict:
+        return evaluate_speech(model, speech_test_split(card, data), run_dir, beam_width=beam_width)
+
+    def serving_module(self, model, beam_width: int = 4, **_):
+        server = SpeechServer(model, beam_width)
+        return server, server.transcribe

@@ -1,0 +1,239 @@
+"""Translation: `Seq2SeqLM` models (GNMT, Transformer, ConvS2S), subword tokenizers, BLEU/chrF.
+
+Example:
+    >>> result = evaluate_translation(model, corpus.test_pairs, Path("runs/gnmt_demo"), beam_width=4)
+    >>> result["bleu"], result["chrf"]
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import tensorflow as tf
+
+from keras_s2s.data.padding import pad_multiple_for
+from keras_s2s.data.parallel import load_parallel_data, read_splits
+from keras_s2s.data.tokenizer import (
+    EOS_ID,
+    SubwordTokenizer,
+    load_run_tokenizer,
+    save_run_tokenizer,
+)
+from keras_s2s.files import atomic_write, write_results
+from keras_s2s.losses import SmoothedCrossEntropy
+from keras_s2s.metrics import MaskedAccuracy, score
+from keras_s2s.models import Seq2SeqLM
+from keras_s2s.tasks.base import PreparedTask, Task, require_test_split, write_card
+
+log = logging.getLogger("keras_s2s")
+
+
+def evaluate_translation(
+    model,
+    test_pairs: list,
+    out_dir: Path | None = None,
+    demo=None,
+    samples: int = 3,
+    beam_width: int = 1,
+    length_penalty: float = 0.6,
+    coverage_penalty: float = 0.0,
+) -> dict:
+    """Translate the test split (greedy or beam search), score it, write hypotheses, print a few samples."""
+    if not test_pairs:
+        raise ValueError("the test split is empty: nothing to evaluate")
+    sources = [s for s, _ in test_pairs]
+    references = [t for _, t in test_pairs]
+    start = time.time()
+    hypotheses = model.translate(
+        sources,
+        beam_width=beam_width,
+        length_penalty=length_penalty,
+        coverage_penalty=coverage_penalty,
+    )
+    result = score(hypotheses, references)
+    result["beam_width"] = beam_width
+    result["length_penalty"] = length_penalty if beam_width > 1 else None
+    result["coverage_penalty"] = coverage_penalty
+    result["sentences"] = len(sources)
+    result["decode_seconds"] = round(time.time() - start, 1)
+    if demo is not None:
+        result["dictionary_baseline_bleu"] = score(demo.dictionary_baseline(sources), references)[
+            "bleu"
+        ]
+    if out_dir is not None:
+        write_results(out_dir, "hypotheses", hypotheses, result, beam_width)
+    decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {length_penalty}"
+    if coverage_penalty:
+        decoding += f", beta {coverage_penalty}"
+    print(
+        f"held-out BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({len(sources)} sentences, {decoding})"
+    )
+    print(f"  {result['bleu_signature']}")
+    if "dictionary_baseline_bleu" in result:
+        print(f"  word-by-word dictionary baseline BLEU {result['dictionary_baseline_bleu']:.2f}")
+    for src, ref, hyp in list(zip(sources, references, hypotheses))[:samples]:
+        print(f"  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
+    return result
+
+
+class TranslationServer(tf.Module):
+    """Raw strings [B] -> translated strings [B]: SentencePiece (tensorflow-text), decoding and
+    detokenization inside one graph."""
+
+    def __init__(
+        self,
+        model,
+        beam_width: int,
+        length_penalty: float,
+        max_length_ratio: float = 2.0,
+        max_length_offset: int = 10,
+    ):
+        super().__init__()
+        tokenizer = model.tokenizer
+        if tokenizer is None:
+            raise ValueError("this model has no tokenizer to put inside the SavedModel")
+        if not isinstance(tokenizer.source, SubwordTokenizer) or not isinstance(
+            tokenizer.target, SubwordTokenizer
+        ):
+            raise ValueError(
+                "SavedModel export needs SentencePiece tokenizers (not a pretokenized vocabulary)"
+            )
+        self.model = model
+        self.source_pieces = tokenizer.source.in_graph()
+        self.target_pieces = tokenizer.target.in_graph()
+        self.beam_width, self.length_penalty = beam_width, float(length_penalty)
+        self.max_length_ratio, self.max_length_offset = (
+            float(max_length_ratio),
+            int(max_length_offset),
+        )
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
+    def translate(self, text):
+        ids = self.source_pieces.tokenize(text)
+        ids = tf.concat([ids, tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype))], axis=1)
+        source = tf.cast(ids.to_tensor(0), tf.int32)
+        limits = self.model.output_limits(
+            source, max_length_ratio=self.max_length_ratio, max_length_offset=self.max_length_offset
+        )
+        output = self.model.decode_ids(source, limits, self.beam_width, self.length_penalty)
+        before_eos = tf.cumsum(tf.cast(tf.equal(output, EOS_ID), tf.int32), axis=1) == 0
+        pieces = tf.ragged.boolean_mask(output, before_eos & (output > EOS_ID))
+        return {"translation": self.target_pieces.detokenize(pieces)}
+
+
+class Translation(Task):
+    """Text to text: a subword tokenizer learned per run, label-smoothed cross-entropy, BLEU."""
+
+    name = "translation"
+    model_class = Seq2SeqLM
+    command = "translate"
+    noun = "a translation model"
+    validation_metric = "bleu"
+
+    def model_arguments(self, card, tokenizer=None, **_) -> dict:
+        arguments = {"tokenizer": tokenizer}
+        # the size the tokenizer will learn
+        if "vocab_size" not in card.model and "vocab_size" in card.data:
+            arguments["vocab_size"] = card.data["vocab_size"]
+        if "decode_max_length" in card.training:
+            arguments["decode_max_length"] = card.training["decode_max_length"]
+        if tokenizer is not None:
+            arguments["vocab_size"] = tokenizer.vocab_size
+            arguments["source_vocab_size"] = (
+                0 if tokenizer.source is tokenizer else tokenizer.source_vocab_size
+            )
+        return arguments
+
+    def compile_arguments(self, card) -> dict:
+        return {
+            "loss": SmoothedCrossEntropy(card.training.get("label_smoothing", 0.0)),
+            "metrics": [MaskedAccuracy()],
+        }
+
+    def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
+        tokenization = card.data.get("tokenization", "sentencepiece")
+        tokenizer = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))
+        start = time.time()
+        corpus = load_parallel_data(
+            **card.data,  # the card's data keys are load_parallel_data's arguments
+            pad_to_multiple=pad_multiple_for(policy),
+            tokenizer=tokenizer,
+            repeat=True,
+            drop_remainder=strategy.num_replicas_in_sync > 1,
+            length_limit=card.model["max_positions"] - 1
+            if card.model.get("max_positions")
+            else None,  # BOS/EOS
+        )
+        require_test_split(len(corpus.test_pairs), card)
+        for key, (value, reason) in corpus.fitted.items():  # recorded in the run's card.yaml
+            log.info(
+                "data.%s fitted to the corpus: %s (card: %s) - %s; fix it with --set %s=N",
+                key,
+                value,
+                card.data.get(key),
+                reason,
+                key,
+            )
+            card.data[key] = value
+        log.info(
+            "data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
+            time.time() - start,
+            len(corpus.train_pairs),
+            len(corpus.valid_pairs),
+            len(corpus.test_pairs),
+            corpus.tokenizer.vocab_size,
+        )
+
+        def commit():
+            write_card(out, card)
+            if tokenizer is None:
+                save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
+
+        return PreparedTask(
+            corpus.train,
+            corpus.valid,
+            len(corpus.train_pairs),
+            {"tokenizer": corpus.tokenizer},
+            lambda model: evaluate_translation(model, corpus.test_pairs, out, demo=corpus.demo),
+            commit,
+            corpus.valid_pairs,
+        )
+
+    def evaluate_run(
+        self,
+        model,
+        card,
+        run_dir: Path,
+        data: str | None = None,
+        beam_width: int = 1,
+        length_penalty: float = 0.6,
+        coverage_penalty: float = 0.0,
+    ) -> dict:
+        split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
+        # missing: train's defaults
+        splits = {key: card.data[key] for key in split_keys if key in card.data}
+        _, _, test, demo = read_splits(data or card.data["source"], **splits)
+        return evaluate_translation(
+            model,
+            test,
+            run_dir,
+            demo=demo,
+            beam_width=beam_width,
+            length_penalty=length_penalty,
+            coverage_penalty=coverage_penalty,
+        )
+
+    def serving_module(
+        self,
+        model,
+        beam_width: int = 4,
+        length_penalty: float = 0.6,
+        max_length_ratio: float = 2.0,
+        max_length_offset: int = 10,
+    ):
+        server = TranslationServer(
+            model, beam_width, length_penalty, max_length_ratio, max_length_offset
+        )
+        return server, server.translate

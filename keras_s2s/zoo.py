@@ -1,0 +1,177 @@
+"""The model zoo: the YAML cards of `zoo/` -> built, compiled Keras models.
+
+Example:
+    >>> import keras_s2s
+    >>> keras_s2s.zoo.list_models()[:3]
+    ['convs2s', 'convs2s_demo', 'deepspeech2']
+    >>> model = keras_s2s.zoo.load("gnmt", num_layers=2, units=256)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from pathlib import Path
+
+import keras
+import tensorflow as tf
+
+from keras_s2s import tasks
+from keras_s2s.cards import Card, card_path, list_models, load_card
+from keras_s2s.config import CardError
+from keras_s2s.distribution import HybridParallel, get_strategy
+from keras_s2s.models import ARCHITECTURES
+from keras_s2s.optimizers import build_optimizer
+from keras_s2s.precision import set_precision
+
+log = logging.getLogger("keras_s2s")
+
+
+def get_card(name: str, **overrides) -> Card:
+    """The validated card of `name` (a zoo name or a .yaml path) with overrides applied."""
+    return load_card(card_path(name), overrides)
+
+
+def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
+    """Compile `model` with the card's optimizer, schedule and loss-scale settings, and its task's loss and
+    metrics (translation: label-smoothed cross-entropy and token accuracy; speech recognizers (CTC) and
+    synthesizers (mel + stop token) compute their losses themselves)."""
+    training = card.training
+    model.compile(
+        optimizer=build_optimizer(training, policy),
+        **tasks.of_model(model).compile_arguments(card),
+        steps_per_execution=training.get("steps_per_execution", 1),
+        jit_compile=training.get("jit_compile", False),
+    )
+    return model
+
+
+def _precision_and_scope(card: Card, strategy):
+    """Set the card's precision policy; the strategy (or None) and the scope to build in (the strategy's,
+    or the user's current one)."""
+    policy = set_precision(card.training.get("precision", "auto"))
+    if strategy is None and not tf.distribute.has_strategy():
+        strategy = card.training.get("strategy", "auto")
+    if strategy is None:  # no strategy given inside a user's `strategy.scope()`: build right there
+        return policy, None, contextlib.nullcontext()
+    strategy = get_strategy(strategy, time_chunks=card.training.get("time_chunks", 1))
+    return policy, strategy, strategy.scope()
+
+
+def _place(card: Card, model: keras.Model, strategy) -> None:
+    """Under the hybrid strategy, give the unbuilt model its layer plan."""
+    if not isinstance(strategy, HybridParallel):
+        return
+    if card.training.get("jit_compile"):
+        raise CardError(
+            f"{card.path}: strategy hybrid spans several devices and XLA compiles for one; "
+            "set training.jit_compile: false"
+        )
+    try:
+        strategy.place(model)
+    except ValueError as exc:
+        raise CardError(f"{card.path}: strategy hybrid: {exc}") from None
+
+
+def build_from_card(
+    card: Card, tokenizer=None, strategy=None, vocabulary=None, extractor=None
+) -> keras.Model:
+    """Set precision, then build and compile the card's model inside the strategy's scope.
+
+    Translation models take a `tokenizer`; speech recognizers and
+    synthesizers a `vocabulary` and an `extractor` (default: those the card's
+    data part describes).
+    """
+    policy, strategy, scope = _precision_and_scope(card, strategy)
+    assets = {"tokenizer": tokenizer, "vocabulary": vocabulary, "extractor": extractor}
+    kwargs = {**card.model, **tasks.for_card(card).model_arguments(card, **assets)}
+    with scope:
+        model = ARCHITECTURES[card.architecture](name=card.name, **kwargs)
+        _place(card, model, strategy)
+        model.build()
+        compile_model(model, card, policy)
+    limit = getattr(model, "max_positions_limit", None)
+    if limit is not None and card.data.get("max_length", 0) + 1 > limit:  # +1: BOS or EOS
+        raise CardError(
+            f"{card.path}: data.max_length={card.data['max_length']} needs max_positions >= "
+            f"{card.data['max_length'] + 1}, but the model has {limit}"
+        )
+    log.info("built %s: %s parameters, policy %s", card.name, f"{model.count_params():,}", policy)
+    return model
+
+
+def load(
+    name: str,
+    *,
+    tokenizer=None,
+    strategy=None,
+    weights: str | None = None,
+    vocabulary=None,
+    extractor=None,
+    **overrides,
+) -> keras.Model:
+    """Build and compile zoo model `name`.
+
+    Args:
+        name: str. A zoo name (see `list_models()`) or a path to a card.
+        tokenizer: SubwordTokenizer | None. Translation: sets the vocabulary
+            size and is saved with the model.
+        vocabulary, extractor: CharVocabulary, FeatureExtractor | None.
+            Speech recognition and synthesis (default: the card's `data.characters` and
+            `data.features`); saved with the model.
+        strategy: str | tf.distribute.Strategy | HybridParallel | None. Build
+            inside this strategy's scope. None: the current scope if inside
+            one, else the card's `strategy`. `hybrid` (or a `HybridParallel`)
+            places a GNMT's LSTM layers on devices before building it.
+        weights: str | None. A `.weights.h5` file to load after building, or
+            a preset: a name registered in the card's `presets`, a preset
+            directory, or a `file://` / `https://` URL of a preset archive
+            (downloaded once, sha256-verified when the card registers it).
+            A preset brings its own architecture and tokenizer; the card
+            supplies the training settings.
+        **overrides: card settings, e.g. `units=256`, `precision="float32"`,
+            `learning_rate=1e-3`, or dotted paths `training.loss_scale.initial_scale`.
+    """
+    card = get_card(name, **overrides)
+    if weights and not str(weights).endswith(".weights.h5"):
+        return _load_preset(card, str(weights), strategy)
+    model = build_from_card(
+        card, tokenizer=tokenizer, strategy=strategy, vocabulary=vocabulary, extractor=extractor
+    )
+    if weights:
+        model.load_weights(weights)
+    return model
+
+
+def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
+    from keras_s2s.presets import PresetError, load_preset
+
+    entry = card.presets.get(weights)
+    if (
+        not entry
+        and "://" not in weights
+        and not weights.startswith("package:")
+        and not Path(weights).exists()
+    ):
+        known = ", ".join(sorted(card.presets)) or "none"
+        shipping = ", ".join(
+            f"{name} ({', '.join(sorted(get_card(name).presets))})"
+            for name in list_models()
+            if get_card(name).presets
+        )
+        raise PresetError(
+            f"{weights}: not a preset of {card.name} (its presets: {known}) and no such preset "
+            f"directory or archive; models with presets: {shipping}"
+        )
+    policy, strategy, scope = _precision_and_scope(card, strategy)
+    if isinstance(strategy, HybridParallel):
+        raise CardError(
+            f"{card.path}: a preset loads unplaced; for hybrid training copy its weights into a "
+            "placed model: zoo.load(name, strategy='hybrid').set_weights(zoo.load(name, "
+            "weights=...).get_weights())"
+        )
+    with scope:
+        model = load_preset(entry["url"], entry["sha256"]) if entry else load_preset(weights)
+        compile_model(model, card, policy)
+    log.info("loaded preset %s for %s", weights, card.name)
+    return model

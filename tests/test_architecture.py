@@ -1,0 +1,153 @@
+"""The layer rule of ARCHITECTURE.md: every import inside keras_s2s points down (or within its own part).
+
+Reads the source with `ast` (imports inside functions included); imports nothing.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "keras_s2s"
+
+# Each part of keras_s2s and its layer: a part may import its own modules and parts of lower layers only.
+LAYERS = {
+    "home": 0,
+    "files": 0,
+    "config": 1,
+    "data": 2,
+    "precision": 2,
+    "presets": 2,
+    "plots": 2,
+    "layers": 3,
+    "decoding": 3,
+    "losses": 3,
+    "metrics": 3,
+    "optimizers": 3,
+    "distribution": 3,
+    "models": 4,
+    "cards": 5,
+    "tasks": 6,
+    "zoo": 7,
+    "export": 7,
+    "training": 8,
+    "cli": 9,
+}
+
+
+def part_of(module: str) -> str:
+    """`keras_s2s.data.tokenizer` -> `data`; `keras_s2s.zoo` -> `zoo`."""
+    return module.split(".")[1]
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every keras_s2s import in a file, `from keras_s2s import x` as `keras_s2s.x`."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found += [
+                (node.lineno, alias.name)
+                for alias in node.names
+                if alias.name.startswith("keras_s2s.")
+            ]
+        elif (
+            isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("keras_s2s")
+        ):
+            if node.module == "keras_s2s":
+                found += [(node.lineno, f"keras_s2s.{alias.name}") for alias in node.names]
+            else:
+                found.append((node.lineno, node.module))
+    return found
+
+
+def upward_imports() -> list[str]:
+    found = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        relative = path.relative_to(PACKAGE.parent)
+        if relative.as_posix() == "keras_s2s/__init__.py":
+            continue  # the package's lazy facade: names resolved on first use, from any layer
+        module = ".".join(relative.with_suffix("").parts)
+        here = part_of(module)
+        for line, target in imports_of(path):
+            there = part_of(target)
+            if there == "__version__":
+                continue
+            if there != here and LAYERS[there] >= LAYERS[here]:
+                found.append(
+                    f"{relative}:{line} ({here}, layer {LAYERS[here]}) imports {target} "
+                    f"({there}, layer {LAYERS[there]})"
+                )
+    return found
+
+
+def test_every_part_of_the_package_has_a_layer():
+    parts = {
+        path.stem if path.is_file() else path.name
+        for path in PACKAGE.iterdir()
+        if (path.suffix == ".py" and path.stem != "__init__") or (path / "__init__.py").is_file()
+    }
+    assert parts == set(LAYERS), (
+        f"give each part a layer here and in ARCHITECTURE.md: {parts ^ set(LAYERS)}"
+    )
+
+
+def test_imports_point_down():
+    assert upward_imports() == []
+
+
+def test_the_rule_catches_an_upward_import(tmp_path, monkeypatch):
+    fake = tmp_path / "keras_s2s"
+    (fake / "models").mkdir(parents=True)
+    (fake / "models" / "x.py").write_text(
+        "def f():\n    from keras_s2s.training.runner import train\n"
+    )
+    monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
+    assert upward_imports() == [
+        "keras_s2s/models/x.py:2 (models, layer 4) imports keras_s2s.training.runner "
+        "(training, layer 8)"
+    ]
+
+
+@pytest.mark.parametrize("command", [["--help"], ["list"]])
+def test_help_and_list_start_no_tensorflow(command):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom keras_s2s import cli\ntry:\n    cli.main(%r)\nexcept SystemExit:\n    pass\n"
+        "print('tensorflow' in sys.modules, 'keras' in sys.modules)" % command
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "False False"
+    if command == ["list"]:
+        assert "gnmt_demo" in result.stdout and "Transformer big" in result.stdout
+
+
+def test_commands_hide_tensorflows_start_up_lines_unless_asked(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from keras_s2s import cli
+
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    missing = str(tmp_path / "no-run")
+
+    command = [sys.executable, "-m", "keras_s2s.cli", "evaluate", "--model", missing]
+    quiet = subprocess.run(command, capture_output=True, text=True, timeout=300, env=env)
+    assert (
+        quiet.returncode == 2
+        and f"keras-s2s: error: model card not found: {missing}" in quiet.stderr
+    )
+    start_up = [
+        line
+        for line in quiet.stderr.splitlines()
+        if line[:5] in ("I0000", "W0000", "E0000") or "absl::InitializeLog" in line
+    ]
+    assert start_up == [], "TensorFlow's C++ start-up lines are hidden"
+    assert cli._parser().parse_args(["--verbose", "list"]).verbose, (
+        "--verbose leaves TensorFlow's lines on"
+    )

@@ -1,0 +1,130 @@
+"""CTranslate2 export and engine: the exported Transformer decodes as the Keras model does."""
+
+import pytest
+import yaml
+from tiny import flags
+
+from keras_s2s.cli import main
+from keras_s2s.metrics import score
+
+ctranslate2 = pytest.importorskip("ctranslate2")
+
+TINY_TRANSFORMER = flags(
+    num_layers=2, d_model=32, num_heads=4, ffn_dim=64, dropout=0.0, num_valid=16, num_test=60,
+    vocab_size=120, batch_size=32, max_length=24, decode_max_length=24, learning_rate=0.005,
+    warmup_steps=20, steps_per_epoch=80,
+) + ["--precision", "float32"]  # fmt: skip
+
+
+def word_corpus(path, pairs: int = 3000, seed: int = 0):
+    """A corpus a tiny Transformer learns in a minute: 3-8 of 40 words, each translated by a dictionary,
+    in reverse order."""
+    import random
+
+    rng = random.Random(seed)
+    words = [f"w{i}" for i in range(40)]
+    translation = {word: f"t{(7 * i) % 40}" for i, word in enumerate(words)}
+    lines = []
+    for _ in range(pairs):
+        source = rng.choices(words, k=rng.randint(3, 8))
+        lines.append(" ".join(source) + "\t" + " ".join(translation[w] for w in reversed(source)))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """A tiny Transformer trained in float32, and its held-out sources and references."""
+    from keras_s2s.data.parallel import read_splits
+    from keras_s2s.training.runner import load_model
+
+    folder = tmp_path_factory.mktemp("ct2")
+    corpus, out = word_corpus(folder / "words.tsv"), folder / "run"
+    argv = ["train", "transformer", "--data", str(corpus), "--steps", "320", "--out", str(out)]
+    assert main(argv + TINY_TRANSFORMER) == 0
+    data = yaml.safe_load((out / "card.yaml").read_text())["data"]
+    splits = {key: data[key] for key in ("num_train", "num_valid", "num_test", "seed")}
+    test = read_splits(str(corpus), **splits)[2]
+    return out, load_model(out), [s for s, _ in test], [t for _, t in test]
+
+
+def test_the_exported_model_translates_token_for_token_like_the_keras_model(trained, tmp_path):
+    from keras_s2s.export import CTranslate2Translator, export_ctranslate2
+
+    out, model, sources, references = trained
+    export_ctranslate2(model, tmp_path / "ct2")
+    translator = CTranslate2Translator(tmp_path / "ct2")
+    native = model.translate(sources)
+    assert score(native, references)["bleu"] > 5, "the tiny model learned something"
+    assert translator.translate(sources) == native, (
+        "greedy float32: the same output, token for token"
+    )
+    assert translator.translate(["", sources[0], "  "]) == ["", native[0], ""], (
+        "blank lines stay blank"
+    )
+    beam_native = model.translate(sources, beam_width=4)
+    beam = translator.translate(sources, beam_width=4)
+    assert abs(score(beam, references)["bleu"] - score(beam_native, references)["bleu"]) < 2.0
+
+
+def test_int8_stays_within_half_a_bleu_point(trained, tmp_path):
+    from keras_s2s.export import CTranslate2Translator, export_ctranslate2
+
+    _, model, sources, references = trained
+    export_ctranslate2(model, tmp_path / "int8", quantization="int8")
+    # int8 weight matrices; the sinusoidal position table (4,096 rows) stays float32 and dominates a tiny model
+    assert (tmp_path / "int8" / "model.bin").stat().st_size < _float32_size(model, tmp_path)
+    int8 = CTranslate2Translator(tmp_path / "int8").translate(sources)
+    native = model.translate(sources)
+    assert abs(score(int8, references)["bleu"] - score(native, references)["bleu"]) <= 0.5
+
+
+def _float32_size(model, tmp_path):
+    from keras_s2s.export import export_ctranslate2
+
+    export_ctranslate2(model, tmp_path / "f32")
+    return (tmp_path / "f32" / "model.bin").stat().st_size
+
+
+def test_the_command_line_exports_and_translates_with_either_engine(trained, tmp_path, capsys):
+    out, model, sources, _ = trained
+    (tmp_path / "in.txt").write_text("\n".join(sources[:8]) + "\n")
+    for engine in ("native", "ctranslate2"):
+        argv = ["translate", "--model", str(out), "--input", str(tmp_path / "in.txt"),
+                "--output", str(tmp_path / f"{engine}.txt"), "--engine", engine]  # fmt: skip
+        assert main(argv) == 0
+    assert (tmp_path / "native.txt").read_text() == (tmp_path / "ctranslate2.txt").read_text()
+    assert (out / "ctranslate2" / "model.bin").is_file(), (
+        "the run's export is kept for the next call"
+    )
+    exported = tmp_path / "exported"
+    argv = ["export", "--model", str(out), "--format", "ctranslate2", "--out", str(exported),
+            "--quantization", "int8"]  # fmt: skip
+    assert main(argv) == 0 and (exported / "source.model").is_file()
+    argv = ["translate", "--model", str(exported), "--engine", "ctranslate2", "--input",
+            str(tmp_path / "in.txt"), "--output", str(tmp_path / "int8.txt"), "--beam-width", "2"]  # fmt: skip
+    assert main(argv) == 0 and len((tmp_path / "int8.txt").read_text().splitlines()) == 8
+    capsys.readouterr()
+    assert main(argv[:-2] + ["--coverage-penalty", "0.2"]) == 2
+    assert "native-engine option" in capsys.readouterr().err
+    assert main(["export", "--model", str(out), "--format", "keras", "--out", str(tmp_path / "m.keras"),
+                 "--quantization", "int8"]) == 2  # fmt: skip
+    assert (
+        main(["export", "--model", str(out), "--format", "ctranslate2", "--out", str(exported)])
+        == 2
+    )
+    assert "already exists" in capsys.readouterr().err
+
+
+def test_architectures_without_a_ctranslate2_spec_are_refused_by_name(tmp_path):
+    from keras_s2s import zoo
+    from keras_s2s.export import export_ctranslate2
+
+    model = zoo.load("gnmt", num_layers=2, units=8, vocab_size=50, precision="float32")
+    with pytest.raises(ValueError, match="a GNMT has no CTranslate2 model spec"):
+        export_ctranslate2(model, tmp_path / "x")
+    assert not (tmp_path / "x").exists()
+    with pytest.raises(FileNotFoundError, match="not a CTranslate2 export"):
+        from keras_s2s.export import CTranslate2Translator
+
+        CTranslate2Translator(tmp_path)
