@@ -114,6 +114,7 @@ def load_preset_directory(directory: str | Path) -> keras.Model:
         config = json.loads((directory / CONFIG).read_text())
     except json.JSONDecodeError as exc:
         raise PresetError(f"{directory / CONFIG}: not valid JSON ({exc})") from None
+    config.pop("compile_config", None)  # not compiled: the loader compiles with its card's settings
     model = keras.saving.deserialize_keras_object(config)
     model.build()
     try:

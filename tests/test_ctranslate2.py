@@ -128,3 +128,19 @@ def test_architectures_without_a_ctranslate2_spec_are_refused_by_name(tmp_path):
         from keras_s2s.export import CTranslate2Translator
 
         CTranslate2Translator(tmp_path)
+
+
+def test_a_fresh_process_translates_a_run_with_ctranslate2(trained, tmp_path):
+    """Only the command's own imports: the run's model (compiled with keras_s2s's Adam) still loads."""
+    import os
+    import subprocess
+    import sys
+
+    out, model, sources, _ = trained
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    command = [sys.executable, "-m", "keras_s2s.cli", "translate", "--model", str(out), "--engine",
+               "ctranslate2"]  # fmt: skip
+    result = subprocess.run(command, input=sources[0] + "\n", capture_output=True, text=True, timeout=300,
+                            env=env)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.splitlines() == model.translate(sources[:1])

@@ -201,6 +201,8 @@ def translator_for(path: str | Path, compute_type: str = "default", threads: int
     Example:
         >>> translator_for("runs/transformer_demo", compute_type="int8").translate(["..."], beam_width=4)
     """
+    from keras_s2s import optimizers  # noqa: F401  registers the optimizer a run's model was compiled with
+
     path = Path(path)
     if (path / "model.keras").is_file() and not (path / "model.bin").is_file():
         export = path / RUN_EXPORT
