@@ -148,6 +148,12 @@ def prepare_audio(
     )
 
 
+def audio_model_arguments(extractor, vocabulary, features_argument: str) -> dict:
+    """An audio model's assets and the sizes they fix (`features_argument`: num_features or num_mels)."""
+    return {"extractor": extractor, "vocabulary": vocabulary, features_argument: extractor.feature_size,
+            "vocab_size": vocabulary.vocab_size}  # fmt: skip
+
+
 def speech_test_split(card, data: str | None):
     """The test utterances of a speech card's corpus (or of `data`), split as training split it."""
     from keras_s2s.data.speech import read_speech_splits

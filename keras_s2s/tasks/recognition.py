@@ -21,7 +21,13 @@ from keras_s2s.data.speech_features import FeatureExtractor
 from keras_s2s.files import write_results
 from keras_s2s.metrics import error_rates
 from keras_s2s.models import SpeechToText
-from keras_s2s.tasks.base import PreparedTask, Task, prepare_audio, speech_test_split
+from keras_s2s.tasks.base import (
+    PreparedTask,
+    Task,
+    audio_model_arguments,
+    prepare_audio,
+    speech_test_split,
+)
 
 
 def evaluate_speech(
@@ -129,14 +135,10 @@ class Recognition(Task):
                 f"{card.path}: a subword vocabulary is learned from the training transcripts; pass "
                 "vocabulary= (e.g. load_speech_data(...).vocabulary)"
             )
-        default_extractor, default_vocabulary = self.assets(card)
-        extractor, vocabulary = extractor or default_extractor, vocabulary or default_vocabulary
-        return {
-            "extractor": extractor,
-            "vocabulary": vocabulary,
-            "num_features": extractor.feature_size,
-            "vocab_size": vocabulary.vocab_size,
-        }
+        if extractor is None or vocabulary is None:  # the card's, for what was not given
+            default_extractor, default_vocabulary = self.assets(card)
+            extractor, vocabulary = extractor or default_extractor, vocabulary or default_vocabulary
+        return audio_model_arguments(extractor, vocabulary, "num_features")
 
     def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
         return prepare_audio(

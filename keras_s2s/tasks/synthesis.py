@@ -33,7 +33,13 @@ from keras_s2s.data.tts import (
 )
 from keras_s2s.files import atomic_write, write_results
 from keras_s2s.models import Tacotron2
-from keras_s2s.tasks.base import PreparedTask, Task, prepare_audio, speech_test_split
+from keras_s2s.tasks.base import (
+    PreparedTask,
+    Task,
+    audio_model_arguments,
+    prepare_audio,
+    speech_test_split,
+)
 
 
 def attention_focus(alignment: np.ndarray) -> float:
@@ -172,12 +178,7 @@ class Synthesis(Task):
     def model_arguments(self, card, vocabulary=None, extractor=None, **_) -> dict:
         extractor = extractor or mel_extractor(**card.data.get("features", {}))
         vocabulary = vocabulary or tts_vocabulary(card.data.get("characters"))
-        return {
-            "extractor": extractor,
-            "vocabulary": vocabulary,
-            "num_mels": extractor.feature_size,
-            "vocab_size": vocabulary.vocab_size,
-        }
+        return audio_model_arguments(extractor, vocabulary, "num_mels")
 
     def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
         return prepare_audio(
