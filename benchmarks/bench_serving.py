@@ -28,17 +28,30 @@ import yaml  # noqa: E402
 
 from keras_s2s.data.parallel import read_splits  # noqa: E402
 from keras_s2s.export import CTranslate2Translator, export_ctranslate2, export_saved_model  # noqa: E402
+from keras_s2s.export.native import with_compute_type  # noqa: E402
 from keras_s2s.metrics import score  # noqa: E402
 from keras_s2s.presets import load_preset_directory  # noqa: E402
 
+ENGINES = (
+    "native_float32",
+    "native_bfloat16",
+    "native_bfloat16_full_cache",
+    "native_int8",
+    "native_int8_bfloat16",
+    "saved_model",
+    "ctranslate2_float32",
+    "ctranslate2_int8",
+)
 
-def native(run: Path, policy: str, quantize: bool = False):
-    """The run's model under `policy` (the preset carries no dtype, so the policy applies)."""
-    keras.mixed_precision.set_global_policy(policy)
-    model = load_preset_directory(run / "preset")
-    if quantize:
-        model.quantize("int8")
-    return lambda texts, beam, batch: model.translate(texts, batch_size=batch, beam_width=beam)
+
+def native(run: Path, compute_type: str, full_cache: bool = False):
+    """The run's model at `compute_type` (see `NATIVE_COMPUTE_TYPES`). `full_cache`: every batch
+    decodes up to `decode_max_length` (cache that long) instead of 2 x its longest source + 10."""
+    model = with_compute_type(load_preset_directory(run / "preset"), compute_type)
+    ratio = None if full_cache else 2.0
+    return lambda texts, beam, batch: model.translate(
+        texts, batch_size=batch, beam_width=beam, max_length_ratio=ratio
+    )
 
 
 def saved_model(run: Path, folder: Path):
@@ -88,8 +101,7 @@ def main() -> None:
     parser.add_argument("--data", help="its corpus (default: the run card's data.source)")
     parser.add_argument("--sentences", type=int, default=500)
     parser.add_argument("--batch-sizes", default="1,32")
-    parser.add_argument("--engines", default="native_float32,native_bfloat16,native_int8,saved_model,"
-                        "ctranslate2_float32,ctranslate2_int8")  # fmt: skip
+    parser.add_argument("--engines", default=",".join(ENGINES))
     parser.add_argument("--threads", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--json", help="also write the results here")
     args = parser.parse_args()
@@ -105,8 +117,10 @@ def main() -> None:
     folder = Path(tempfile.mkdtemp(prefix="bench-serving-"))
     builders = {
         "native_float32": lambda: native(run, "float32"),
-        "native_bfloat16": lambda: native(run, "mixed_bfloat16"),
-        "native_int8": lambda: native(run, "float32", quantize=True),
+        "native_bfloat16": lambda: native(run, "bfloat16"),
+        "native_bfloat16_full_cache": lambda: native(run, "bfloat16", full_cache=True),
+        "native_int8": lambda: native(run, "int8"),
+        "native_int8_bfloat16": lambda: native(run, "int8_bfloat16"),
         "saved_model": lambda: saved_model(run, folder),
         "ctranslate2_float32": lambda: ctranslate2(run, folder, None, args.threads),
         "ctranslate2_int8": lambda: ctranslate2(run, folder, "int8", args.threads),
@@ -116,30 +130,27 @@ def main() -> None:
     for engine in args.engines.split(","):
         try:
             translate = builders[engine]()
-        except (
-            Exception
-        ) as error:  # an engine that does not apply (e.g. quantize on a layer) is reported
-            print(f"{engine:20s} not measured: {type(error).__name__}: {str(error)[:120]}")
+        # an engine that does not apply (e.g. CTranslate2 not installed) is reported, not fatal
+        except Exception as error:
+            print(f"{engine:26s} not measured: {type(error).__name__}: {str(error)[:120]}")
             continue
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             for beam in (1, 4):
                 row = {"engine": engine, "batch": batch, "beam": beam,
                        **measure(translate, texts, references, tokenizer, beam, batch)}  # fmt: skip
                 results.append(row)
-                print(f"{engine:20s} batch {batch:2d} beam {beam}: {row['tokens_per_s']:8.1f} target tokens/s "
+                print(f"{engine:26s} batch {batch:2d} beam {beam}: {row['tokens_per_s']:8.1f} target tokens/s "
                       f"{row['sentences_per_s']:7.2f} sentences/s  BLEU {row['bleu']:6.2f}", flush=True)  # fmt: skip
-    print("\nratios to native_float32 (tokens/s), same batch and beam:")
-    base = {
-        (r["batch"], r["beam"]): r["tokens_per_s"]
-        for r in results
-        if r["engine"] == "native_float32"
-    }
-    for row in results:
-        key = (row["batch"], row["beam"])
-        if key in base:
-            print(
-                f"  {row['engine']:20s} batch {key[0]:2d} beam {key[1]}: {row['tokens_per_s'] / base[key]:5.2f}x"
-            )
+    for reference in ("native_float32", "ctranslate2_float32"):
+        print(f"\nratios to {reference} (target tokens/s), same batch and beam:")
+        base = {
+            (r["batch"], r["beam"]): r["tokens_per_s"] for r in results if r["engine"] == reference
+        }
+        for row in results:
+            key = (row["batch"], row["beam"])
+            if key in base:
+                print(f"  {row['engine']:26s} batch {key[0]:2d} beam {key[1]}: "
+                      f"{row['tokens_per_s'] / base[key]:5.2f}x")  # fmt: skip
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=2))
 

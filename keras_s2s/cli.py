@@ -162,7 +162,9 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--compute-type",
         default="default",
-        help="ctranslate2 engine: int8, int8_float32, float32, bfloat16, ... (default: as stored)",
+        help="native engine: float32, bfloat16, int8 (Keras int8 weights), int8_bfloat16 "
+        "(default: as trained); ctranslate2: int8, int8_float32, float32, bfloat16, ... "
+        "(default: as stored)",
     )
 
     transcribe = commands.add_parser("transcribe", help="print the text spoken in audio files")
@@ -325,7 +327,10 @@ def _translate(args) -> None:
             raise ValueError("--coverage-penalty is a native-engine option (CTranslate2 has none)")
         model = translator_for(args.model, compute_type=args.compute_type)
     else:
-        model = _load_for("translation", args.model)
+        from keras_s2s.export.native import check_compute_type, with_compute_type
+
+        check_compute_type(args.compute_type)  # before the model loads
+        model = with_compute_type(_load_for("translation", args.model), args.compute_type)
         options["coverage_penalty"] = args.coverage_penalty
     source = open(args.input, "rb") if args.input else sys.stdin.buffer
     if args.input:

@@ -87,7 +87,7 @@ class Transformer(Seq2SeqLM):
         self.positions, self.max_positions = positions, max_positions
         self.normalize_first, self.share_embeddings = normalize_first, share_embeddings
         policy = self.dtype_policy
-        self.target_embedding = keras_hub.layers.ReversibleEmbedding(
+        self.target_embedding = keras.layers.ReversibleEmbedding(
             vocab_size,
             d_model,
             tie_weights=share_embeddings,

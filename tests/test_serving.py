@@ -1,5 +1,7 @@
-"""CTranslate2 export and engine: the exported Transformer decodes as the Keras model does."""
+"""Serving a trained Transformer: the native engine at other compute types (float32, bfloat16, Keras
+int8) and the CTranslate2 export and engine, which decode as the Keras model does."""
 
+import numpy as np
 import pytest
 import yaml
 from tiny import flags
@@ -7,7 +9,12 @@ from tiny import flags
 from keras_s2s.cli import main
 from keras_s2s.metrics import score
 
-ctranslate2 = pytest.importorskip("ctranslate2")
+
+@pytest.fixture
+def ctranslate2():
+    """CTranslate2, or a skip where the optional extra is not installed."""
+    return pytest.importorskip("ctranslate2")
+
 
 TINY_TRANSFORMER = flags(
     num_layers=2, d_model=32, num_heads=4, ffn_dim=64, dropout=0.0, num_valid=16, num_test=60,
@@ -48,7 +55,54 @@ def trained(tmp_path_factory):
     return out, load_model(out), [s for s, _ in test], [t for _, t in test]
 
 
-def test_the_exported_model_translates_token_for_token_like_the_keras_model(trained, tmp_path):
+def test_native_compute_types_copy_the_weights_and_keep_the_output(trained):
+    from keras_s2s.export.native import with_compute_type
+
+    _, model, sources, references = trained
+    assert with_compute_type(model, "default") is model
+    bf16 = with_compute_type(model, "bfloat16")
+    assert (bf16.dtype_policy.name, bf16.compute_dtype) == ("mixed_bfloat16", "bfloat16")
+    assert all(np.array_equal(a, b) for a, b in zip(bf16.get_weights(), model.get_weights()))
+    native = model.translate(sources)
+    assert with_compute_type(bf16, "float32").translate(sources) == native, "back to float32: exact"
+    assert (
+        abs(score(bf16.translate(sources), references)["bleu"] - score(native, references)["bleu"])
+        < 1.0
+    )
+    with pytest.raises(ValueError, match="not one of the native engine's: default, float32"):
+        with_compute_type(model, "int4")
+
+
+def test_native_int8_quantizes_a_copy_within_half_a_bleu_point(trained):
+    from keras_s2s.export.native import with_compute_type
+
+    _, model, sources, references = trained
+    int8 = with_compute_type(model, "int8")
+    quantized = {v.path for v in int8.weights if v.dtype == "int8"}
+    assert any("target_embedding" in p for p in quantized), "the output projection too"
+    assert any("ffn" in p or "dense" in p for p in quantized), quantized
+    assert not any(v.dtype == "int8" for v in model.weights), "the original model is left as it was"
+    native = model.translate(sources)
+    assert (
+        abs(score(int8.translate(sources), references)["bleu"] - score(native, references)["bleu"])
+        <= 0.5
+    )
+
+
+def test_the_command_line_translates_at_a_native_compute_type(trained, tmp_path, capsys):
+    out, _, sources, _ = trained
+    (tmp_path / "in.txt").write_text("\n".join(sources[:8]) + "\n")
+    argv = ["translate", "--model", str(out), "--input", str(tmp_path / "in.txt"), "--output",
+            str(tmp_path / "int8.txt"), "--compute-type", "int8", "--beam-width", "2"]  # fmt: skip
+    assert main(argv) == 0 and len((tmp_path / "int8.txt").read_text().splitlines()) == 8
+    capsys.readouterr()
+    assert main(argv[:-4] + ["--compute-type", "int4"]) == 2
+    assert "not one of the native engine's" in capsys.readouterr().err
+
+
+def test_the_exported_model_translates_token_for_token_like_the_keras_model(
+    ctranslate2, trained, tmp_path
+):
     from keras_s2s.export import CTranslate2Translator, export_ctranslate2
 
     out, model, sources, references = trained
@@ -67,7 +121,7 @@ def test_the_exported_model_translates_token_for_token_like_the_keras_model(trai
     assert abs(score(beam, references)["bleu"] - score(beam_native, references)["bleu"]) < 2.0
 
 
-def test_int8_stays_within_half_a_bleu_point(trained, tmp_path):
+def test_ctranslate2_int8_stays_within_half_a_bleu_point(ctranslate2, trained, tmp_path):
     from keras_s2s.export import CTranslate2Translator, export_ctranslate2
 
     _, model, sources, references = trained
@@ -86,7 +140,9 @@ def _float32_size(model, tmp_path):
     return (tmp_path / "f32" / "model.bin").stat().st_size
 
 
-def test_the_command_line_exports_and_translates_with_either_engine(trained, tmp_path, capsys):
+def test_the_command_line_exports_and_translates_with_either_engine(
+    ctranslate2, trained, tmp_path, capsys
+):
     out, model, sources, _ = trained
     (tmp_path / "in.txt").write_text("\n".join(sources[:8]) + "\n")
     for engine in ("native", "ctranslate2"):
@@ -116,7 +172,7 @@ def test_the_command_line_exports_and_translates_with_either_engine(trained, tmp
     assert "already exists" in capsys.readouterr().err
 
 
-def test_architectures_without_a_ctranslate2_spec_are_refused_by_name(tmp_path):
+def test_architectures_without_a_ctranslate2_spec_are_refused_by_name(ctranslate2, tmp_path):
     from keras_s2s import zoo
     from keras_s2s.export import export_ctranslate2
 
@@ -130,7 +186,7 @@ def test_architectures_without_a_ctranslate2_spec_are_refused_by_name(tmp_path):
         CTranslate2Translator(tmp_path)
 
 
-def test_a_fresh_process_translates_a_run_with_ctranslate2(trained, tmp_path):
+def test_a_fresh_process_translates_a_run_with_ctranslate2(ctranslate2, trained, tmp_path):
     """Only the command's own imports: the run's model (compiled with keras_s2s's Adam) still loads."""
     import os
     import subprocess
