@@ -37,7 +37,6 @@ ENGINES = (
     "native_bfloat16",
     "native_bfloat16_full_cache",
     "native_int8",
-    "native_int8_bfloat16",
     "saved_model",
     "ctranslate2_float32",
     "ctranslate2_int8",
@@ -120,7 +119,6 @@ def main() -> None:
         "native_bfloat16": lambda: native(run, "bfloat16"),
         "native_bfloat16_full_cache": lambda: native(run, "bfloat16", full_cache=True),
         "native_int8": lambda: native(run, "int8"),
-        "native_int8_bfloat16": lambda: native(run, "int8_bfloat16"),
         "saved_model": lambda: saved_model(run, folder),
         "ctranslate2_float32": lambda: ctranslate2(run, folder, None, args.threads),
         "ctranslate2_int8": lambda: ctranslate2(run, folder, "int8", args.threads),
@@ -136,8 +134,13 @@ def main() -> None:
             continue
         for batch in (int(b) for b in args.batch_sizes.split(",")):
             for beam in (1, 4):
-                row = {"engine": engine, "batch": batch, "beam": beam,
-                       **measure(translate, texts, references, tokenizer, beam, batch)}  # fmt: skip
+                try:
+                    measured = measure(translate, texts, references, tokenizer, beam, batch)
+                except Exception as error:
+                    print(f"{engine:26s} batch {batch:2d} beam {beam}: failed: {type(error).__name__}: "
+                          f"{str(error)[:200]}")  # fmt: skip
+                    continue
+                row = {"engine": engine, "batch": batch, "beam": beam, **measured}
                 results.append(row)
                 print(f"{engine:26s} batch {batch:2d} beam {beam}: {row['tokens_per_s']:8.1f} target tokens/s "
                       f"{row['sentences_per_s']:7.2f} sentences/s  BLEU {row['bleu']:6.2f}", flush=True)  # fmt: skip

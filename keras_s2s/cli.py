@@ -162,7 +162,7 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument(
         "--compute-type",
         default="default",
-        help="native engine: float32, bfloat16, int8 (Keras int8 weights), int8_bfloat16 "
+        help="native engine: float32, bfloat16, int8 (Keras int8 weights) "
         "(default: as trained); ctranslate2: int8, int8_float32, float32, bfloat16, ... "
         "(default: as stored)",
     )

@@ -1,28 +1,76 @@
-"""Speech augmentation in TensorFlow ops: speed perturbation, additive noise, SpecAugment.
+"""Speech augmentation in TensorFlow ops, aimed at voices and rooms the model never heard.
 
-All three are off unless configured (a card's `data.augment` part):
+Each is off unless configured in a card's `data.augment` part; ranges are
+[low, high] drawn per utterance, probabilities say how often one applies:
 
-    augment: {speed: [0.9, 1.1], noise_snr_db: [10, 40], freq_masks: 2, freq_mask_width: 8,
-              time_masks: 2, time_mask_width: 20}
+    augment: {speed: [0.9, 1.1], pitch_semitones: [-3, 3], vtlp: [0.9, 1.1],
+              noise_snr_db: [10, 40], reverb_probability: 0.3, reverb_rt60: [0.1, 0.7],
+              band_limit_probability: 0.2, codec_probability: 0.2,
+              freq_masks: 2, freq_mask_width: 8, time_masks: 2, time_mask_width: 20}
+
+- `speed`: resampling (tempo and pitch move together).
+- `pitch_semitones`: pitch without tempo (granular overlap-add, 40 ms grains).
+- `vtlp`: vocal-tract-length perturbation, a piecewise-linear warp of the
+  frequency axis (Jaitly & Hinton 2013) applied to the short-time spectrum.
+- `noise_snr_db`: white noise at a random SNR.
+- `reverb_*`: a simulated room: an exponentially decaying noise impulse
+  response with reverberation time RT60, after the direct path.
+- `band_limit_probability`: a random pass band, 50-400 Hz to 3-7.5 kHz
+  (telephone, small loudspeakers).
+- `codec_probability`: 8-bit mu-law companding (G.711-like quantization).
+- `freq_masks`, `time_masks`: SpecAugment on the features.
 
 Example:
-    >>> audio = perturb_speed(audio, 0.9, 1.1)
-    >>> audio = add_noise(audio, 10.0, 40.0)
+    >>> audio = perturb_pitch(audio, -3.0, 3.0)
+    >>> audio = reverberate(audio, 0.1, 0.7, sample_rate=16000)
     >>> features = spec_augment(features, freq_masks=2, freq_width=8, time_masks=2, time_width=20)
 """
 
 from __future__ import annotations
 
+import math
+
 import tensorflow as tf
 
-AUGMENT_KEYS = (
-    "speed",
-    "noise_snr_db",
-    "freq_masks",
-    "freq_mask_width",
-    "time_masks",
-    "time_mask_width",
-)
+RANGES = ("speed", "pitch_semitones", "vtlp", "noise_snr_db", "reverb_rt60")
+PROBABILITIES = ("reverb_probability", "band_limit_probability", "codec_probability")
+COUNTS = ("freq_masks", "freq_mask_width", "time_masks", "time_mask_width")
+AUGMENT_KEYS = RANGES + PROBABILITIES + COUNTS
+# where a range must lie: a speed of 0 or a pitch shift of an octave and more is a broken card
+LIMITS = {
+    "speed": (0.5, 2.0),
+    "pitch_semitones": (-12.0, 12.0),
+    "vtlp": (0.7, 1.3),
+    "noise_snr_db": (-10.0, 100.0),
+    "reverb_rt60": (0.0, 2.0),
+}
+
+
+def check_augment(settings: dict) -> dict:
+    """`settings` checked key by key; a ValueError naming the first key that makes no sense."""
+    unknown = set(settings) - set(AUGMENT_KEYS)
+    if unknown:
+        raise ValueError(
+            f"unknown augmentation setting(s) {sorted(unknown)}; valid: {', '.join(AUGMENT_KEYS)}"
+        )
+    for key, value in settings.items():
+        if key in RANGES:
+            low, high = LIMITS[key]
+            if not (isinstance(value, (list, tuple)) and len(value) == 2) or not (
+                low <= value[0] <= value[1] <= high
+            ):
+                raise ValueError(
+                    f"augment.{key} must be [low, high] within [{low}, {high}], got {value!r}"
+                )
+        elif key in PROBABILITIES and not (isinstance(value, (int, float)) and 0 <= value <= 1):
+            raise ValueError(f"augment.{key} must be a probability in [0, 1], got {value!r}")
+        elif key in COUNTS and not (isinstance(value, int) and value >= 0):
+            raise ValueError(f"augment.{key} must be a count >= 0, got {value!r}")
+    if "reverb_probability" in settings and "reverb_rt60" not in settings:
+        raise ValueError(
+            "augment.reverb_probability needs augment.reverb_rt60: [low, high] seconds"
+        )
+    return settings
 
 
 def perturb_speed(audio, low: float, high: float):
@@ -43,6 +91,117 @@ def add_noise(audio, min_snr_db: float, max_snr_db: float):
     signal_rms = tf.sqrt(tf.reduce_mean(tf.square(audio)) + 1e-12)
     noise_rms = signal_rms / tf.pow(10.0, snr / 20.0)
     return audio + noise_rms * tf.random.normal(tf.shape(audio))
+
+
+def _interpolate(audio, positions):
+    """`audio` [N] read at fractional `positions` (any shape, clipped to the signal) by linear interpolation."""
+    last = tf.cast(tf.shape(audio)[0] - 1, tf.float32)
+    positions = tf.clip_by_value(positions, 0.0, last)
+    left = tf.floor(positions)
+    weight = positions - left
+    left = tf.cast(left, tf.int32)
+    right = tf.minimum(left + 1, tf.cast(last, tf.int32))
+    return tf.gather(audio, left) * (1.0 - weight) + tf.gather(audio, right) * weight
+
+
+def perturb_pitch(audio, low_semitones: float, high_semitones: float, grain: int = 640):
+    """Shift the pitch by a random number of semitones in [low, high], keeping the duration:
+    every grain (Hann window, 4 per `grain` samples) is read `2 ** (semitones / 12)` times faster
+    around its own centre, and the grains are overlap-added where they were."""
+    factor = tf.pow(2.0, tf.random.uniform([], low_semitones, high_semitones) / 12.0)
+    hop = grain // 4
+    length = tf.shape(audio)[0]
+    starts = tf.range(0, length, hop)
+    offsets = tf.cast(tf.range(grain) - grain // 2, tf.float32) * factor
+    centres = tf.cast(starts + grain // 2, tf.float32)
+    grains = _interpolate(audio, centres[:, None] + offsets[None, :])  # [G, grain]
+    window = tf.signal.hann_window(grain, periodic=True)
+    shifted = tf.signal.overlap_and_add(grains * window, hop)  # Hann at 4x overlap sums to 2
+    return shifted[:length] / 2.0
+
+
+def warp_vocal_tract(audio, low: float, high: float, frame: int = 512, hop: int = 128):
+    """Vocal-tract-length perturbation: the short-time spectrum's frequency axis warped by a random
+    factor in [low, high] (piecewise linear, Nyquist stays in place), the phase kept."""
+    alpha = tf.random.uniform([], low, high)
+    spectrum = tf.signal.stft(audio, frame, hop, fft_length=frame, pad_end=True)  # [T, F]
+    bins = frame // 2 + 1
+    nyquist = float(bins - 1)
+    knee = 0.8 * nyquist * tf.minimum(alpha, 1.0) / alpha  # warped below the knee, linear above
+    target = tf.range(bins, dtype=tf.float32)
+    # source bin that lands on each target bin (inverse of f -> alpha f below the knee)
+    source = tf.where(
+        target <= knee * alpha,
+        target / alpha,
+        knee + (target - knee * alpha) * (nyquist - knee) / (nyquist - knee * alpha),
+    )
+    magnitude = _interpolate_rows(tf.abs(spectrum), source)
+    warped = tf.complex(magnitude, 0.0) * tf.exp(tf.complex(0.0, tf.math.angle(spectrum)))
+    window = tf.signal.inverse_stft_window_fn(hop)
+    out = tf.signal.inverse_stft(warped, frame, hop, fft_length=frame, window_fn=window)
+    return out[: tf.shape(audio)[0]]
+
+
+def _interpolate_rows(rows, positions):
+    """Each row of `rows` [T, F] read at the fractional column `positions` [F]."""
+    left = tf.floor(positions)
+    weight = positions - left
+    left = tf.cast(left, tf.int32)
+    right = tf.minimum(left + 1, tf.shape(rows)[1] - 1)
+    return tf.gather(rows, left, axis=1) * (1.0 - weight) + tf.gather(rows, right, axis=1) * weight
+
+
+def _sometimes(probability: float, change, audio):
+    return tf.cond(tf.random.uniform([]) < probability, lambda: change(audio), lambda: audio)
+
+
+def _same_loudness(audio, reference):
+    scale = tf.sqrt(
+        tf.reduce_mean(tf.square(reference)) / (tf.reduce_mean(tf.square(audio)) + 1e-12)
+    )
+    return audio * scale
+
+
+def reverberate(audio, low_rt60: float, high_rt60: float, sample_rate: int):
+    """A simulated room: the direct path plus exponentially decaying noise that falls 60 dB in a
+    random RT60 in [low, high] seconds, starting 2-10 ms later; loudness kept."""
+    rt60 = tf.random.uniform([], low_rt60, high_rt60)
+    length = max(int(high_rt60 * sample_rate), 2)
+    time = tf.range(length, dtype=tf.float32) / sample_rate
+    delay = tf.random.uniform([], 0.002, 0.010)
+    tail = tf.random.normal([length]) * tf.exp(-6.908 * time / tf.maximum(rt60, 1e-3))
+    tail *= tf.cast(time >= delay, tf.float32) * tf.cast(time < rt60, tf.float32)
+    # direct-to-reverberant energy ratio between 0 and 10 dB
+    ratio = tf.pow(10.0, tf.random.uniform([], 0.0, 10.0) / 10.0)
+    tail *= tf.sqrt(1.0 / (ratio * tf.reduce_sum(tf.square(tail)) + 1e-12))
+    response = tf.tensor_scatter_nd_update(tail, [[0]], [1.0])
+    n = tf.shape(audio)[0]
+    size = tf.cast(
+        2 ** tf.math.ceil(tf.math.log(tf.cast(n + length, tf.float32)) / math.log(2.0)), tf.int32
+    )
+    wet = tf.signal.irfft(tf.signal.rfft(audio, [size]) * tf.signal.rfft(response, [size]), [size])
+    return _same_loudness(wet[:n], audio)
+
+
+def band_limit(audio, sample_rate: int):
+    """Keep a random pass band: from 50-400 Hz up to 3-7.5 kHz (no higher than Nyquist)."""
+    n = tf.shape(audio)[0]
+    spectrum = tf.signal.rfft(audio)
+    frequencies = tf.linspace(0.0, sample_rate / 2.0, tf.shape(spectrum)[0])
+    low = tf.random.uniform([], 50.0, 400.0)
+    high = tf.minimum(tf.random.uniform([], 3000.0, 7500.0), 0.95 * sample_rate / 2.0)
+    keep = tf.cast((frequencies >= low) & (frequencies <= high), tf.complex64)
+    return _same_loudness(tf.signal.irfft(spectrum * keep, [n]), audio)
+
+
+def mu_law_codec(audio, bits: int = 8):
+    """Encode and decode with `bits`-bit mu-law companding, as G.711 telephony does."""
+    mu = float(2**bits - 1)
+    peak = tf.reduce_max(tf.abs(audio)) + 1e-9
+    x = audio / peak
+    encoded = tf.sign(x) * tf.math.log1p(mu * tf.abs(x)) / math.log1p(mu)
+    quantized = tf.round((encoded + 1.0) / 2.0 * mu) / mu * 2.0 - 1.0
+    return tf.sign(quantized) * (tf.pow(1.0 + mu, tf.abs(quantized)) - 1.0) / mu * peak
 
 
 def _mask(length, count: int, width: int):
@@ -68,9 +227,23 @@ def spec_augment(
     return features
 
 
-def augment_audio(audio, settings: dict):
+def augment_audio(audio, settings: dict, sample_rate: int = 16000):
+    """The configured waveform augmentations, in the order a recording would meet them: the
+    speaker (speed, pitch, vocal tract), the room, the channel (band, codec), the noise."""
     if "speed" in settings:
         audio = perturb_speed(audio, *settings["speed"])
+    if "pitch_semitones" in settings:
+        audio = perturb_pitch(audio, *settings["pitch_semitones"])
+    if "vtlp" in settings:
+        audio = warp_vocal_tract(audio, *settings["vtlp"])
+    if "reverb_rt60" in settings:
+        reverb = lambda a: reverberate(a, *settings["reverb_rt60"], sample_rate)  # noqa: E731
+        audio = _sometimes(settings.get("reverb_probability", 1.0), reverb, audio)
+    if settings.get("band_limit_probability"):
+        channel = lambda a: band_limit(a, sample_rate)  # noqa: E731
+        audio = _sometimes(settings["band_limit_probability"], channel, audio)
+    if settings.get("codec_probability"):
+        audio = _sometimes(settings["codec_probability"], mu_law_codec, audio)
     if "noise_snr_db" in settings:
         audio = add_noise(audio, *settings["noise_snr_db"])
     return audio

@@ -30,7 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from keras_s2s.data.audio import read_audio
-from keras_s2s.data.augment import AUGMENT_KEYS, augment_audio, augment_features
+from keras_s2s.data.augment import augment_audio, augment_features, check_augment
 from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
@@ -237,12 +237,7 @@ def make_speech_dataset(
     `training` (default: `shuffle`) turns on dithering and `augment`.
     """
     training = shuffle if training is None else training
-    augment = dict(augment or {})
-    unknown_keys = set(augment) - set(AUGMENT_KEYS)
-    if unknown_keys:
-        raise ValueError(
-            f"unknown augmentation setting(s) {sorted(unknown_keys)}; valid: {', '.join(AUGMENT_KEYS)}"
-        )
+    augment = check_augment(dict(augment or {}))
     paths = [str(u.path) for u, _ in utterances]
     labels = [vocabulary.encode(u.transcript) for u, _ in utterances]
     flat = np.fromiter((i for row in labels for i in row), dtype=np.int32)
@@ -258,7 +253,7 @@ def make_speech_dataset(
         audio = tf.numpy_function(lambda p: read_audio(p.decode(), rate), [path], tf.float32)
         audio.set_shape([None])
         if training and augment:
-            audio = augment_audio(audio, augment)
+            audio = augment_audio(audio, augment, rate)
         features = extractor(audio, training=training)
         if training and augment:
             features = augment_features(features, augment)

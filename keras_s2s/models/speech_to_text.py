@@ -138,22 +138,49 @@ class SpeechToText(ZooModel):
             self._decoders[beam_width] = tf.function(decode, input_signature=signature)
         return self._decoders[beam_width]
 
-    def decode(self, features, feature_lengths, beam_width: int = 1) -> list[str]:
-        """Text of each utterance of a padded feature batch (greedy, or CTC beam search)."""
+    def _log_probabilities(self):
+        if "log_probabilities" not in self._decoders:
+
+            def log_probabilities(features, lengths):
+                logits = self({"features": features, "feature_lengths": lengths}, training=False)
+                out_lengths = ops.minimum(self.output_lengths(lengths), ops.shape(logits)[1])
+                return ops.log_softmax(ops.cast(logits, "float32")), out_lengths
+
+            signature = [
+                tf.TensorSpec([None, None, self.num_features], tf.float32),
+                tf.TensorSpec([None], tf.int32),
+            ]
+            self._decoders["log_probabilities"] = tf.function(
+                log_probabilities, input_signature=signature
+            )
+        return self._decoders["log_probabilities"]
+
+    def decode(self, features, feature_lengths, beam_width: int = 1, lm=None) -> list[str]:
+        """Text of each utterance of a padded feature batch: greedy, CTC beam search, or with
+        `lm` (a `decoding.ctc_lm.LMDecoder`) beam search fused with its n-gram LM."""
         if self.vocabulary is None:
             raise ValueError(
                 "this model has no vocabulary; load it with zoo.load(..., vocabulary=...)"
             )
         if not self.built:
             self.build()
+        if lm is not None:
+            log_probabilities, lengths = self._log_probabilities()(
+                tf.convert_to_tensor(features, tf.float32),
+                tf.convert_to_tensor(feature_lengths, tf.int32),
+            )
+            return lm.decode(log_probabilities.numpy(), lengths.numpy())
         ids = self._decoder(beam_width)(
             tf.convert_to_tensor(features, tf.float32),
             tf.convert_to_tensor(feature_lengths, tf.int32),
         ).numpy()
         return [self.vocabulary.decode(row[row >= 0]) for row in ids]
 
-    def transcribe(self, audio: list, batch_size: int = 16, beam_width: int = 1) -> list[str]:
-        """Text of each audio file path (or float32 sample array at the extractor's rate)."""
+    def transcribe(
+        self, audio: list, batch_size: int = 16, beam_width: int = 1, lm=None
+    ) -> list[str]:
+        """Text of each audio file path (or float32 sample array at the extractor's rate);
+        `lm`: an `LMDecoder` for beam search with a language model (its own beam width)."""
         if self.extractor is None:
             raise ValueError(
                 "this model has no feature extractor; load it with zoo.load(..., extractor=...)"
@@ -180,7 +207,7 @@ class SpeechToText(ZooModel):
             batch = np.zeros((len(feats), width, self.num_features), np.float32)
             for row, f in enumerate(feats):
                 batch[row, : len(f)] = f
-            results += self.decode(batch, lengths, beam_width)
+            results += self.decode(batch, lengths, beam_width, lm)
         return results
 
     def get_config(self):

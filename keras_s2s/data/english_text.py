@@ -1,0 +1,140 @@
+"""Speakable English sentences from real text: what an open-vocabulary recognizer trains on.
+
+Text comes from files (plain text, or Debian's package descriptions,
+`Translation-en`); it is unwrapped into paragraphs, split into sentences,
+and each sentence is kept only if a listener could say what it spells:
+3-25 words, letters and ordinary punctuation, numbers spelled out by
+`normalize_text`; sentences with code, paths, addresses, acronyms
+("GTK", "OpenGL") or letter-digit mixes ("mp3") are dropped.
+
+WordNet and the fortune-cookie databases are kept for independent
+evaluation: a path inside either is refused.
+
+Example:
+    >>> speakable("The 3 files are copied to a new folder.")
+    ('the three files are copied to a new folder.', 'the three files are copied to a new folder')
+    >>> list(sentences_from_text("It works. It is fast!\\n\\nA new paragraph starts here."))
+    ['It works.', 'It is fast!', 'A new paragraph starts here.']
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from keras_s2s.data.characters import normalize_transcript
+from keras_s2s.data.text_normalization import normalize_text
+
+MIN_WORDS, MAX_WORDS = 3, 25
+RESERVED_SOURCES = ("wordnet", "fortune")  # kept out of training and tests: independent evaluation
+# a full stop after these does not end a sentence
+ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "no", "jr", "sr", "prof"}
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")
+# a token no listener could spell from its sound
+_UNSPEAKABLE = re.compile(
+    r"[/\\_@#=<>{}\[\]|~^*+`$%&]"  # code, paths, markup, addresses
+    r"|\w+\.\w+\.\w"  # dotted names (org.gnome.x) and versions
+    r"|\b[A-Z]{2,}\b|\b[a-z]+[A-Z]\w*|\b[A-Z]\w*[A-Z]\w*"  # acronyms, camelCase, OpenGL
+    r"|\b[A-Za-z]+\d|\b\d+[A-Za-z]"  # mp3, x86, 64bit (not "3rd", spelled below)
+)
+_ORDINAL = re.compile(r"\b\d+(st|nd|rd|th)\b")
+
+
+def check_source(path: str | Path) -> Path:
+    """`path` as a Path; a ValueError for a missing file or one of the reserved evaluation sources."""
+    path = Path(path)
+    lowered = str(path).lower()
+    for reserved in RESERVED_SOURCES:
+        if reserved in lowered:
+            raise ValueError(
+                f"{path}: {reserved} text is kept for independent evaluation; "
+                "do not train or tune on it"
+            )
+    if not path.is_file():
+        raise FileNotFoundError(f"{path}: text file not found")
+    return path
+
+
+def paragraphs_of_debian_descriptions(text: str) -> Iterator[str]:
+    """The long descriptions of a Debian `Translation-en` file, each once (many packages share one)."""
+    seen: set[str] = set()
+    for record in text.split("\n\n"):
+        lines = record.split("\n")
+        start = next(
+            (i for i, line in enumerate(lines) if line.startswith("Description-en:")), None
+        )
+        if start is None:
+            continue
+        paragraph: list[str] = []
+        for line in lines[start + 1 :]:
+            if not line.startswith(" "):
+                break
+            if line.strip() == ".":  # a blank line inside the description
+                yield from _once(" ".join(paragraph), seen)
+                paragraph = []
+            else:
+                paragraph.append(line.strip())
+        yield from _once(" ".join(paragraph), seen)
+
+
+def _once(paragraph: str, seen: set[str]) -> Iterator[str]:
+    if paragraph and paragraph not in seen:
+        seen.add(paragraph)
+        yield paragraph
+
+
+def paragraphs_of_plain_text(text: str) -> Iterator[str]:
+    """Blank-line separated paragraphs, their lines joined."""
+    for block in re.split(r"\n\s*\n", text):
+        joined = " ".join(block.split())
+        if joined:
+            yield joined
+
+
+def sentences_from_text(text: str, debian: bool = False) -> Iterator[str]:
+    """The sentences of `text` (plain text, or a Debian `Translation-en` file when `debian`)."""
+    paragraphs = (paragraphs_of_debian_descriptions if debian else paragraphs_of_plain_text)(text)
+    for paragraph in paragraphs:
+        pieces = _SENTENCE_END.split(paragraph)
+        sentence = ""
+        for piece in pieces:
+            sentence = f"{sentence} {piece}".strip()
+            last_word = sentence.rsplit(" ", 1)[-1].rstrip(".").lower()
+            if last_word in ABBREVIATIONS or re.fullmatch(r"[a-z]", last_word):
+                continue  # "Dr. Smith", "J. Smith": the sentence goes on
+            yield sentence
+            sentence = ""
+        if sentence:
+            yield sentence
+
+
+def speakable(sentence: str) -> tuple[str, str] | None:
+    """(what to say, its transcript) of a sentence a listener could transcribe, else None.
+
+    What to say keeps the punctuation that shapes prosody; the transcript is
+    lower-case letters, apostrophes and single spaces."""
+    if _UNSPEAKABLE.search(_ORDINAL.sub("", sentence)) or not sentence[:1].isalpha():
+        return None
+    said = normalize_text(sentence.replace("-", " "))
+    transcript = normalize_transcript(re.sub(r"[^a-z' ]", " ", said))
+    words = transcript.split()
+    if not MIN_WORDS <= len(words) <= MAX_WORDS or any(len(w) > 20 for w in words):
+        return None
+    if any(w.strip("'") == "" for w in words):
+        return None
+    return said, transcript
+
+
+def speakable_sentences(paths: Iterable[str | Path]) -> Iterator[tuple[str, str]]:
+    """(what to say, transcript) for every distinct speakable sentence of the files, in file order.
+
+    A file named `*Translation-en*` is read as Debian package descriptions."""
+    seen: set[str] = set()
+    for path in map(check_source, paths):
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for sentence in sentences_from_text(text, debian="Translation-en" in path.name):
+            pair = speakable(sentence)
+            if pair is not None and pair[1] not in seen:
+                seen.add(pair[1])
+                yield pair
