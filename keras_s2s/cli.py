@@ -139,6 +139,13 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)"
     )
+    evaluate.add_argument(
+        "--lm", help="an ARPA word LM (keras-s2s lm): CTC beam search fused with it"
+    )
+    evaluate.add_argument("--alpha", type=float, default=0.5, help="LM weight (with --lm)")
+    evaluate.add_argument(
+        "--beta", type=float, default=1.0, help="word insertion bonus (with --lm)"
+    )
 
     translate = commands.add_parser("translate", help="translate lines from a file or stdin")
     translate.add_argument("--model", required=True, help="run directory written by `train`")
@@ -173,8 +180,26 @@ def _parser() -> argparse.ArgumentParser:
         "audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed"
     )
     transcribe.add_argument(
-        "--beam-width", type=COUNT, default=1, help="1 = greedy CTC decoding (default)"
+        "--beam-width",
+        type=COUNT,
+        default=1,
+        help="1 = greedy CTC decoding (default; 32 with --lm)",
     )
+    transcribe.add_argument(
+        "--lm", help="an ARPA word LM (keras-s2s lm): CTC beam search fused with it"
+    )
+    transcribe.add_argument("--alpha", type=float, default=0.5, help="LM weight (with --lm)")
+    transcribe.add_argument(
+        "--beta", type=float, default=1.0, help="word insertion bonus (with --lm)"
+    )
+
+    lm = commands.add_parser("lm", help="estimate a word n-gram LM (ARPA) from transcripts or text")
+    lm.add_argument("--text", nargs="+", required=True,
+                    help="manifests (.csv/.tsv: their transcripts) or text files, one sentence a line")  # fmt: skip
+    lm.add_argument("--out", required=True, help="the ARPA file to write")
+    lm.add_argument("--order", type=COUNT, default=3)
+    lm.add_argument("--prune", type=_count(1), nargs="*", default=[],
+                    help="from order 2 up: keep n-grams counted at least this often, e.g. 1 2")  # fmt: skip
 
     synthesize = commands.add_parser(
         "synthesize", help="speak text with a trained synthesizer into WAV files"
@@ -398,6 +423,37 @@ def _export(args) -> None:
     print(f"exported {args.model} to {args.out} ({args.format})")
 
 
+def _lm_decoder(args, model):
+    """The LMDecoder that --lm/--alpha/--beta ask for (beam width 32 unless --beam-width says), or None."""
+    if not args.lm:
+        return None
+    from keras_s2s.decoding.ctc_lm import LMDecoder
+
+    width = args.beam_width if args.beam_width > 1 else 32
+    return LMDecoder(model.vocabulary, args.lm, alpha=args.alpha, beta=args.beta, beam_width=width)
+
+
+def _estimate_lm(args) -> None:
+    from keras_s2s.data.characters import normalize_transcript
+    from keras_s2s.data.manifest import read_manifest
+    from keras_s2s.decoding.ngram_lm import KneserNeyLM
+
+    sentences = []
+    for path in args.text:
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"{path}: text file not found")
+        if path.endswith((".csv", ".tsv")):
+            sentences += [u.transcript for u in read_manifest(path, check_files=False)]
+        else:
+            with open(path, encoding="utf-8") as f:
+                sentences += [line for line in f if line.strip()]
+    sentences = [normalize_transcript(s) for s in sentences]
+    lm = KneserNeyLM.estimate(sentences, order=args.order, prune=tuple(args.prune))
+    lm.write_arpa(args.out)
+    sizes = ", ".join(f"{len(t):,} {n}-grams" for n, t in enumerate(lm.probabilities, 1))
+    print(f"wrote {args.out}: {len(sentences):,} sentences, {sizes}")
+
+
 def _transcribe(args) -> int:
     """Print each file's transcript; a file that cannot be read is reported and the rest transcribed."""
     from keras_s2s.data.audio import AudioError, read_audio
@@ -411,7 +467,8 @@ def _transcribe(args) -> int:
         except AudioError as error:
             print(f"keras-s2s: error: {error}", file=sys.stderr)
     failed = len(args.audio) - len(readable)
-    texts = model.transcribe(samples, beam_width=args.beam_width) if samples else []
+    lm = _lm_decoder(args, model)
+    texts = model.transcribe(samples, beam_width=args.beam_width, lm=lm) if samples else []
     for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)
     if failed:
@@ -526,7 +583,12 @@ def main(argv: list[str] | None = None) -> int:
                 beam_width=args.beam_width,
                 length_penalty=args.length_penalty,
                 coverage_penalty=args.coverage_penalty,
+                lm=args.lm,
+                alpha=args.alpha,
+                beta=args.beta,
             )
+        elif args.command == "lm":
+            _estimate_lm(args)
         elif args.command == "export":
             _export(args)
         elif args.command == "transcribe":

@@ -18,6 +18,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -140,6 +141,35 @@ class KneserNeyLM:
             word = UNK
         return _lookup([{}] + self.probabilities, [{}] + self.backoffs, (*context, word))
 
+    @classmethod
+    def read_arpa(cls, path: str | Path) -> KneserNeyLM:
+        """A model from an ARPA file (any ARPA back-off model, not only ones written here)."""
+        probabilities: list[dict] = []
+        backoffs: list[dict] = []
+        n = 0
+        with open(path, encoding="utf-8") as f:
+            for number, line in enumerate(f, 1):
+                line = line.strip()
+                if not line or line.startswith("ngram ") or line == "\\data\\":
+                    continue
+                if line == "\\end\\":
+                    break
+                header = re.fullmatch(r"\\(\d+)-grams:", line)
+                if header:
+                    n = int(header.group(1))
+                    probabilities.append({}), backoffs.append({})
+                    continue
+                fields = line.split()
+                if n == 0 or len(fields) not in (n + 1, n + 2):
+                    raise ValueError(f"{path}:{number}: not an ARPA {n}-gram line: {line[:80]!r}")
+                ngram = tuple(fields[1 : n + 1])
+                probabilities[n - 1][ngram] = float(fields[0])
+                if len(fields) == n + 2:
+                    backoffs[n - 1][ngram] = float(fields[-1])
+        if not probabilities:
+            raise ValueError(f"{path}: no n-grams (not an ARPA file?)")
+        return cls(len(probabilities), probabilities, backoffs)
+
     def write_arpa(self, path: str | Path) -> Path:
         """Write the model as an ARPA file (all or nothing)."""
 
@@ -158,7 +188,8 @@ class KneserNeyLM:
                         out.write(line + "\n")
                 out.write("\n\\end\\\n")
 
-        return atomic_write(path, write)
+        atomic_write(path, write)
+        return Path(path)
 
 
 def _lookup(probabilities, backoffs, ngram: tuple[str, ...]) -> float:

@@ -31,15 +31,20 @@ from keras_s2s.tasks.base import (
 
 
 def evaluate_speech(
-    model, utterances: list, out_dir: Path | None = None, beam_width: int = 1, samples: int = 3
-) -> dict:
-    """Transcribe `utterances`, print WER/CER and a few samples, write transcripts and eval JSON."""
+    model, utterances: list, out_dir: Path | None = None, beam_width: int = 1, samples: int = 3,
+    lm=None,
+) -> dict:  # fmt: skip
+    """Transcribe `utterances`, print WER/CER and a few samples, write transcripts and eval JSON;
+    `lm` (an `LMDecoder`): beam search fused with its word LM."""
     if not utterances:
         raise ValueError("the test split is empty: nothing to evaluate")
     references = [normalize_transcript(u.transcript) for u in utterances]
     start = time.time()
-    hypotheses = model.transcribe([u.path for u in utterances], beam_width=beam_width)
+    hypotheses = model.transcribe([u.path for u in utterances], beam_width=beam_width, lm=lm)
     result = error_rates(hypotheses, references)
+    if lm is not None:
+        beam_width = lm.beam_width
+        result.update(lm=str(lm.scorer.path), alpha=lm.alpha, beta=lm.beta)
     result.update(
         beam_width=beam_width,
         utterances=len(utterances),
@@ -47,7 +52,7 @@ def evaluate_speech(
     )
     if out_dir is not None:
         write_results(out_dir, "transcripts", hypotheses, result, beam_width)
-    decoding = "greedy" if beam_width == 1 else f"beam {beam_width}"
+    decoding = "greedy" if beam_width == 1 else f"beam {beam_width}" + (" + LM" if lm else "")
     print(
         f"held-out WER {result['wer']:.2f}%  CER {result['cer']:.2f}%  ({len(utterances)} utterances, {decoding})"
     )
@@ -151,10 +156,16 @@ class Recognition(Task):
             pad_to_multiple=pad_multiple_for(policy),
         )
 
-    def evaluate_run(
-        self, model, card, run_dir: Path, data: str | None = None, beam_width: int = 1, **_
-    ) -> dict:
-        return evaluate_speech(model, speech_test_split(card, data), run_dir, beam_width=beam_width)
+    def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, beam_width: int = 1,
+                     lm: str | None = None, alpha: float = 0.5, beta: float = 1.0, **_) -> dict:  # fmt: skip
+        decoder = None
+        if lm:
+            from keras_s2s.decoding.ctc_lm import LMDecoder
+
+            width = beam_width if beam_width > 1 else 32
+            decoder = LMDecoder(model.vocabulary, lm, alpha=alpha, beta=beta, beam_width=width)
+        test = speech_test_split(card, data)
+        return evaluate_speech(model, test, run_dir, beam_width=beam_width, lm=decoder)
 
     def serving_module(self, model, beam_width: int = 4, **_):
         server = SpeechServer(model, beam_width)

@@ -392,9 +392,13 @@ def evaluate_run(
     beam_width: int = 1,
     length_penalty: float = 0.6,
     coverage_penalty: float = 0.0,
+    lm: str | None = None,
+    alpha: float = 0.5,
+    beta: float = 1.0,
 ) -> dict:
     """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU, WER or
-    the synthesis checks (attention focus, mel distances)."""
+    the synthesis checks (attention focus, mel distances). `lm`, `alpha`, `beta`: a speech
+    recognizer's beam search fused with that ARPA word LM."""
     run_dir = Path(run_dir)
     card = zoo.get_card(str(run_dir / "card.yaml"))
     return tasks.for_card(card).evaluate_run(
@@ -405,6 +409,9 @@ def evaluate_run(
         beam_width=beam_width,
         length_penalty=length_penalty,
         coverage_penalty=coverage_penalty,
+        lm=lm,
+        alpha=alpha,
+        beta=beta,
     )
 
 

@@ -1,0 +1,131 @@
+"""Word n-gram LMs (Kneser-Ney estimator, ARPA files) and CTC beam search fused with them."""
+
+import math
+import random
+
+import numpy as np
+import pytest
+
+from keras_s2s.data.characters import CharVocabulary
+from keras_s2s.decoding.ctc_lm import LMDecoder, WordScorer, check_arpa
+from keras_s2s.decoding.ngram_lm import KneserNeyLM
+
+WORDS = "the a cat dog sat ran on mat big red fast".split()
+
+
+def sentences(count=400, seed=0):
+    rng = random.Random(seed)
+    return [" ".join(rng.choices(WORDS, k=rng.randint(2, 8))) for _ in range(count)]
+
+
+@pytest.mark.parametrize("prune", [(), (1, 2)])
+def test_every_context_sums_to_one_pruned_or_not(prune):
+    lm = KneserNeyLM.estimate(sentences(), order=3, prune=prune)
+    vocabulary = [w for (w,) in lm.probabilities[0] if w != "<s>"]
+    assert "<unk>" in vocabulary and "</s>" in vocabulary
+    for context in [
+        (),
+        ("the",),
+        ("<s>",),
+        ("<s>", "the"),
+        ("cat", "sat"),
+        ("mat", "mat"),
+        ("zzz", "the"),
+    ]:
+        total = sum(10 ** lm.log10_probability(w, context) for w in vocabulary)
+        assert total == pytest.approx(1.0, abs=1e-6), context
+    if prune:
+        assert len(lm.probabilities[2]) < len(
+            KneserNeyLM.estimate(sentences(), order=3).probabilities[2]
+        )
+
+
+def test_the_arpa_file_reads_back_and_kenlm_scores_it_the_same(tmp_path):
+    lm = KneserNeyLM.estimate(sentences(), order=3, prune=(1, 2))
+    path = lm.write_arpa(tmp_path / "lm.arpa")
+    again = KneserNeyLM.read_arpa(path)
+    for text in sentences(20, seed=1) + ["the zebra sat on the mat"]:
+        context = ("<s>",)
+        for word in text.split() + ["</s>"]:
+            assert again.log10_probability(word, context) == pytest.approx(
+                lm.log10_probability(word, context), abs=1e-5
+            )
+            context += (word,)
+    kenlm = pytest.importorskip("kenlm")
+    model = kenlm.Model(str(path))
+    ours = WordScorer(path, engine="python")
+    for text in sentences(30, seed=2) + ["the zebra sat on the mat"]:
+        words, total = text.split(), 0.0
+        for i, word in enumerate(words + ["</s>"]):
+            total += ours(word, ("<s>", *words[:i]))
+        assert total / math.log(10) == pytest.approx(
+            model.score(text, bos=True, eos=True), abs=1e-4
+        )
+    assert WordScorer(path, engine="kenlm")("cat", ("<s>", "the")) == pytest.approx(
+        ours("cat", ("<s>", "the")), abs=1e-4
+    )
+
+
+def test_broken_inputs_are_named(tmp_path):
+    with pytest.raises(ValueError, match="order must be >= 1"):
+        KneserNeyLM.estimate(["a b"], order=0)
+    with pytest.raises(ValueError, match="no sentences"):
+        KneserNeyLM.estimate([], order=2)
+    with pytest.raises(FileNotFoundError, match="language model not found"):
+        check_arpa(tmp_path / "missing.arpa")
+    (tmp_path / "x.arpa").write_text("just some text\n")
+    with pytest.raises(ValueError, match="not an ARPA language model"):
+        check_arpa(tmp_path / "x.arpa")
+    (tmp_path / "bad.arpa").write_text(
+        "\\data\\\nngram 1=2\n\n\\1-grams:\n-1.0 a\nbroken\n\\end\\\n"
+    )
+    with pytest.raises(ValueError, match=r"bad.arpa:6: not an ARPA 1-gram line"):
+        KneserNeyLM.read_arpa(tmp_path / "bad.arpa")
+
+
+def frames_for(text, vocabulary, confusions=(), sharpness=6.0):
+    """CTC log-probabilities that spell `text` (a blank after each character); `confusions` maps
+    a position in `text` to a character the acoustics prefer there."""
+    classes = vocabulary.vocab_size
+    rows = []
+    for i, char in enumerate(text):
+        row = np.full(classes, -sharpness)
+        row[vocabulary.characters.index(char) + 1] = -0.1
+        if i in dict(confusions):
+            row[vocabulary.characters.index(dict(confusions)[i]) + 1] = -0.05  # slightly preferred
+        rows.append(row)
+        blank = np.full(classes, -sharpness)
+        blank[0] = -0.01
+        rows.append(blank)
+    logits = np.array(rows)
+    return logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+
+
+@pytest.mark.parametrize("engine", ["python", "kenlm"])
+def test_the_lm_corrects_what_the_acoustics_confuse(tmp_path, engine):
+    if engine == "kenlm":
+        pytest.importorskip("kenlm")
+    vocabulary = CharVocabulary()
+    path = KneserNeyLM.estimate(sentences() + ["the cat sat on the mat"] * 20).write_arpa(
+        tmp_path / "lm.arpa"
+    )
+    decoder = LMDecoder(vocabulary, path, alpha=1.0, beta=0.5, beam_width=16, engine=engine)
+    clean = frames_for("the cat sat on the mat", vocabulary)
+    assert decoder.decode(clean[None], [len(clean)]) == ["the cat sat on the mat"]
+    # the acoustics prefer "kat" and "mot": greedy says so, the LM knows better
+    confused = frames_for("the cat sat on the mat", vocabulary, confusions=[(4, "k"), (20, "o")])
+    greedy = "".join(vocabulary.characters[c - 1] for c in confused.argmax(1) if c)
+    assert greedy == "the kat sat on the mot"
+    assert decoder.decode(confused[None], [len(confused)]) == ["the cat sat on the mat"]
+    weak = LMDecoder(vocabulary, path, alpha=0.0, beta=0.0, beam_width=16, engine=engine)
+    assert weak.decode(confused[None], [len(confused)]) == ["the kat sat on the mot"], (
+        "alpha 0: no LM"
+    )
+    lengths = [len(clean), 10]
+    assert decoder.decode(np.stack([clean, clean]), lengths)[1] == "the c", "each row to its length"
+
+
+def test_a_vocabulary_without_spaces_cannot_use_a_word_lm(tmp_path):
+    path = KneserNeyLM.estimate(["a b"]).write_arpa(tmp_path / "lm.arpa")
+    with pytest.raises(ValueError, match="no space character"):
+        LMDecoder(CharVocabulary("abc"), path)
