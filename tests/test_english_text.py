@@ -1,0 +1,55 @@
+"""Speakable English sentences from real text (plain files and Debian package descriptions)."""
+
+import pytest
+
+from keras_s2s.data.english_text import sentences_from_text, speakable, speakable_sentences
+
+DEBIAN = """Package: demo
+Description-md5: 0
+Description-en: a short line
+ This tool copies 3 files to a new folder. It is fast!
+ .
+ Install libfoo-dev for the headers. See https://example.org for more.
+
+Package: demo-doc
+Description-md5: 0
+Description-en: another
+ This tool copies 3 files to a new folder. It is fast!
+"""
+
+
+def test_sentences_split_at_their_ends_but_not_after_abbreviations():
+    text = "It works. It is fast!\n\nA new paragraph starts here. Dr. Smith came. J. R. Tolkien wrote it."
+    assert list(sentences_from_text(text)) == [
+        "It works.", "It is fast!", "A new paragraph starts here.", "Dr. Smith came.",
+        "J. R. Tolkien wrote it.",
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    ["Run it.", "Use the GTK toolkit here now.", "It plays mp3 files well today.",
+     "Edit /etc/hosts as root now.", "See org.gnome.Shell for the details.", "It uses OpenGL for speed."],
+)  # fmt: skip
+def test_what_no_listener_could_spell_is_dropped(sentence):
+    assert speakable(sentence) is None
+
+
+def test_numbers_are_spelled_and_the_transcript_is_letters_only():
+    said, transcript = speakable("The 3 files are copied to the 2nd folder.")
+    assert said == "the three files are copied to the second folder."
+    assert transcript == "the three files are copied to the second folder"
+
+
+def test_debian_descriptions_are_read_once_and_reserved_sources_refused(tmp_path):
+    (tmp_path / "Translation-en").write_text(DEBIAN)
+    pairs = list(speakable_sentences([tmp_path / "Translation-en"]))
+    transcripts = [t for _, t in pairs]
+    assert transcripts == ["this tool copies three files to a new folder", "it is fast",
+                           "install libfoo dev for the headers"]  # fmt: skip
+    # the second package's copy of the description is not read again; the address sentence is dropped
+    (tmp_path / "wordnet.txt").write_text("A sentence of words here.\n")
+    with pytest.raises(ValueError, match="kept for independent evaluation"):
+        list(speakable_sentences([tmp_path / "wordnet.txt"]))
+    with pytest.raises(FileNotFoundError, match="text file not found"):
+        list(speakable_sentences([tmp_path / "missing.txt"]))
