@@ -1,4 +1,4 @@
-"""Speech augmentations: shapes and the statistics each one promises (pitch, warp, room, band, codec)."""
+"""Speech augmentations: shapes and the statistics each one promises (warp, room, band, codec)."""
 
 import numpy as np
 import pytest
@@ -19,24 +19,13 @@ def peak_hz(audio, rate=RATE):
     return np.argmax(spectrum) * rate / len(audio)
 
 
-def test_pitch_moves_by_the_semitones_asked_and_keeps_the_duration():
-    audio = tone(200.0)
-    shifted = augment.perturb_pitch(audio, 3.0, 3.0)
-    assert shifted.shape == audio.shape
-    assert peak_hz(shifted) == pytest.approx(200.0 * 2 ** (3 / 12), rel=0.03)
-    down = augment.perturb_pitch(audio, -5.0, -5.0)
-    assert peak_hz(down) == pytest.approx(200.0 * 2 ** (-5 / 12), rel=0.03)
-    same = augment.perturb_pitch(audio, 0.0, 0.0).numpy()
-    # unshifted grains add back to the signal (but for the first and last half grain)
-    assert np.allclose(same[640:-640], audio.numpy()[640:-640], atol=1e-4)
-
-
 def test_the_vocal_tract_warp_moves_formants_and_keeps_the_rest():
     audio = tone(1000.0)
     warped = augment.warp_vocal_tract(audio, 1.1, 1.1)
     assert warped.shape == audio.shape
-    assert peak_hz(warped) == pytest.approx(1100.0, rel=0.02)
-    assert peak_hz(augment.warp_vocal_tract(audio, 0.9, 0.9)) == pytest.approx(900.0, rel=0.02)
+    bin_hz = RATE / 512  # the warp moves energy between STFT bins: within one bin of alpha * f
+    assert abs(peak_hz(warped) - 1100.0) <= bin_hz
+    assert abs(peak_hz(augment.warp_vocal_tract(audio, 0.9, 0.9)) - 900.0) <= bin_hz
     identity = augment.warp_vocal_tract(audio, 1.0, 1.0).numpy()
     assert np.corrcoef(identity[512:-512], audio.numpy()[512:-512])[0, 1] > 0.999
 
@@ -50,7 +39,7 @@ def test_reverberation_decays_by_60_db_within_rt60_and_keeps_loudness():
     early = np.sum(response[1 : int(0.05 * RATE)] ** 2)
     late = np.sum(response[int(0.25 * RATE) : int(0.3 * RATE)] ** 2)
     assert 0 < late < early * 1e-4, "50 dB down after 250 of its 300 ms"
-    assert np.all(response[int(0.3 * RATE) :] == 0), "nothing after RT60"
+    assert np.abs(response[int(0.3 * RATE) :]).max() < 1e-6, "nothing after RT60 (FFT round-off)"
     speech_like = tone(300.0) * tf.constant(np.hanning(RATE), tf.float32)
     wet = augment.reverberate(speech_like, 0.2, 0.8, RATE).numpy()
     assert np.sqrt(np.mean(wet**2)) == pytest.approx(
@@ -79,7 +68,7 @@ def test_the_codec_quantizes_to_256_mu_law_levels_at_telephone_quality():
 
 def test_every_augmentation_runs_in_a_dataset_map_and_stays_finite():
     settings = augment.check_augment(
-        {"speed": [0.9, 1.1], "pitch_semitones": [-2, 2], "vtlp": [0.9, 1.1],
+        {"speed": [0.9, 1.1], "vtlp": [0.9, 1.1],
          "noise_snr_db": [10, 30], "reverb_probability": 1.0, "reverb_rt60": [0.1, 0.5],
          "band_limit_probability": 1.0, "codec_probability": 1.0}
     )  # fmt: skip
@@ -106,7 +95,7 @@ def test_probability_zero_leaves_the_audio_and_one_always_applies():
     "settings, message",
     [
         ({"speed": [1.2, 0.9]}, r"augment.speed must be \[low, high\]"),
-        ({"pitch_semitones": 2}, r"augment.pitch_semitones must be \[low, high\]"),
+        ({"vtlp": 2}, r"augment.vtlp must be \[low, high\]"),
         ({"vtlp": [0.5, 1.1]}, "within"),
         ({"codec_probability": 1.5}, "probability in"),
         ({"freq_masks": -1}, "count >= 0"),

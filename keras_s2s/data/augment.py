@@ -3,13 +3,12 @@
 Each is off unless configured in a card's `data.augment` part; ranges are
 [low, high] drawn per utterance, probabilities say how often one applies:
 
-    augment: {speed: [0.9, 1.1], pitch_semitones: [-3, 3], vtlp: [0.9, 1.1],
+    augment: {speed: [0.9, 1.1], vtlp: [0.9, 1.1],
               noise_snr_db: [10, 40], reverb_probability: 0.3, reverb_rt60: [0.1, 0.7],
               band_limit_probability: 0.2, codec_probability: 0.2,
               freq_masks: 2, freq_mask_width: 8, time_masks: 2, time_mask_width: 20}
 
 - `speed`: resampling (tempo and pitch move together).
-- `pitch_semitones`: pitch without tempo (granular overlap-add, 40 ms grains).
 - `vtlp`: vocal-tract-length perturbation, a piecewise-linear warp of the
   frequency axis (Jaitly & Hinton 2013) applied to the short-time spectrum.
 - `noise_snr_db`: white noise at a random SNR.
@@ -21,7 +20,7 @@ Each is off unless configured in a card's `data.augment` part; ranges are
 - `freq_masks`, `time_masks`: SpecAugment on the features.
 
 Example:
-    >>> audio = perturb_pitch(audio, -3.0, 3.0)
+    >>> audio = warp_vocal_tract(audio, 0.9, 1.1)
     >>> audio = reverberate(audio, 0.1, 0.7, sample_rate=16000)
     >>> features = spec_augment(features, freq_masks=2, freq_width=8, time_masks=2, time_width=20)
 """
@@ -32,14 +31,13 @@ import math
 
 import tensorflow as tf
 
-RANGES = ("speed", "pitch_semitones", "vtlp", "noise_snr_db", "reverb_rt60")
+RANGES = ("speed", "vtlp", "noise_snr_db", "reverb_rt60")
 PROBABILITIES = ("reverb_probability", "band_limit_probability", "codec_probability")
 COUNTS = ("freq_masks", "freq_mask_width", "time_masks", "time_mask_width")
 AUGMENT_KEYS = RANGES + PROBABILITIES + COUNTS
-# where a range must lie: a speed of 0 or a pitch shift of an octave and more is a broken card
+# where a range must lie: a speed of 0 or a warp of 50% is a broken card
 LIMITS = {
     "speed": (0.5, 2.0),
-    "pitch_semitones": (-12.0, 12.0),
     "vtlp": (0.7, 1.3),
     "noise_snr_db": (-10.0, 100.0),
     "reverb_rt60": (0.0, 2.0),
@@ -102,22 +100,6 @@ def _interpolate(audio, positions):
     left = tf.cast(left, tf.int32)
     right = tf.minimum(left + 1, tf.cast(last, tf.int32))
     return tf.gather(audio, left) * (1.0 - weight) + tf.gather(audio, right) * weight
-
-
-def perturb_pitch(audio, low_semitones: float, high_semitones: float, grain: int = 640):
-    """Shift the pitch by a random number of semitones in [low, high], keeping the duration:
-    every grain (Hann window, 4 per `grain` samples) is read `2 ** (semitones / 12)` times faster
-    around its own centre, and the grains are overlap-added where they were."""
-    factor = tf.pow(2.0, tf.random.uniform([], low_semitones, high_semitones) / 12.0)
-    hop = grain // 4
-    length = tf.shape(audio)[0]
-    starts = tf.range(0, length, hop)
-    offsets = tf.cast(tf.range(grain) - grain // 2, tf.float32) * factor
-    centres = tf.cast(starts + grain // 2, tf.float32)
-    grains = _interpolate(audio, centres[:, None] + offsets[None, :])  # [G, grain]
-    window = tf.signal.hann_window(grain, periodic=True)
-    shifted = tf.signal.overlap_and_add(grains * window, hop)  # Hann at 4x overlap sums to 2
-    return shifted[:length] / 2.0
 
 
 def warp_vocal_tract(audio, low: float, high: float, frame: int = 512, hop: int = 128):
@@ -229,11 +211,9 @@ def spec_augment(
 
 def augment_audio(audio, settings: dict, sample_rate: int = 16000):
     """The configured waveform augmentations, in the order a recording would meet them: the
-    speaker (speed, pitch, vocal tract), the room, the channel (band, codec), the noise."""
+    speaker (speed, vocal tract), the room, the channel (band, codec), the noise."""
     if "speed" in settings:
         audio = perturb_speed(audio, *settings["speed"])
-    if "pitch_semitones" in settings:
-        audio = perturb_pitch(audio, *settings["pitch_semitones"])
     if "vtlp" in settings:
         audio = warp_vocal_tract(audio, *settings["vtlp"])
     if "reverb_rt60" in settings:
