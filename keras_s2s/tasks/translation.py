@@ -210,6 +210,7 @@ class Translation(Task):
         beam_width: int = 1,
         length_penalty: float = 0.6,
         coverage_penalty: float = 0.0,
+        **_,  # the recognizer's LM options
     ) -> dict:
         split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
         # missing: train's defaults
