@@ -59,6 +59,15 @@ def _duration(text: str) -> str:
     return text
 
 
+def _add_lm_flags(parser) -> None:
+    """--lm, --alpha, --beta: a recognizer's beam search fused with a word LM."""
+    parser.add_argument(
+        "--lm", help="an ARPA word LM (keras-s2s lm): CTC beam search fused with it"
+    )
+    parser.add_argument("--alpha", type=float, default=0.5, help="LM weight (with --lm)")
+    parser.add_argument("--beta", type=float, default=1.0, help="word insertion bonus (with --lm)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="keras-s2s", description="Fast sequence-to-sequence models for Keras 3."
@@ -139,13 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)"
     )
-    evaluate.add_argument(
-        "--lm", help="an ARPA word LM (keras-s2s lm): CTC beam search fused with it"
-    )
-    evaluate.add_argument("--alpha", type=float, default=0.5, help="LM weight (with --lm)")
-    evaluate.add_argument(
-        "--beta", type=float, default=1.0, help="word insertion bonus (with --lm)"
-    )
+    _add_lm_flags(evaluate)
 
     translate = commands.add_parser("translate", help="translate lines from a file or stdin")
     translate.add_argument("--model", required=True, help="run directory written by `train`")
@@ -185,13 +188,7 @@ def _parser() -> argparse.ArgumentParser:
         default=1,
         help="1 = greedy CTC decoding (default; 32 with --lm)",
     )
-    transcribe.add_argument(
-        "--lm", help="an ARPA word LM (keras-s2s lm): CTC beam search fused with it"
-    )
-    transcribe.add_argument("--alpha", type=float, default=0.5, help="LM weight (with --lm)")
-    transcribe.add_argument(
-        "--beta", type=float, default=1.0, help="word insertion bonus (with --lm)"
-    )
+    _add_lm_flags(transcribe)
 
     lm = commands.add_parser("lm", help="estimate a word n-gram LM (ARPA) from transcripts or text")
     lm.add_argument("--text", nargs="+", required=True,
@@ -423,16 +420,6 @@ def _export(args) -> None:
     print(f"exported {args.model} to {args.out} ({args.format})")
 
 
-def _lm_decoder(args, model):
-    """The LMDecoder that --lm/--alpha/--beta ask for (beam width 32 unless --beam-width says), or None."""
-    if not args.lm:
-        return None
-    from keras_s2s.decoding.ctc_lm import LMDecoder
-
-    width = args.beam_width if args.beam_width > 1 else 32
-    return LMDecoder(model.vocabulary, args.lm, alpha=args.alpha, beta=args.beta, beam_width=width)
-
-
 def _estimate_lm(args) -> None:
     from keras_s2s.data.characters import normalize_transcript
     from keras_s2s.data.manifest import read_manifest
@@ -467,7 +454,9 @@ def _transcribe(args) -> int:
         except AudioError as error:
             print(f"keras-s2s: error: {error}", file=sys.stderr)
     failed = len(args.audio) - len(readable)
-    lm = _lm_decoder(args, model)
+    from keras_s2s.decoding.ctc_lm import lm_decoder
+
+    lm = lm_decoder(model.vocabulary, args.lm, args.alpha, args.beta, args.beam_width)
     texts = model.transcribe(samples, beam_width=args.beam_width, lm=lm) if samples else []
     for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)

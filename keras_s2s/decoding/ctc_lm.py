@@ -198,3 +198,12 @@ class LMDecoder:
             return score + self.alpha * self.scorer(EOS, ("<s>", *words))
 
         return " ".join(max(beams.items(), key=final)[0].split())
+
+
+def lm_decoder(vocabulary, lm_path, alpha: float = 0.5, beta: float = 1.0, beam_width: int = 1):
+    """The `LMDecoder` a command's --lm/--alpha/--beta/--beam-width ask for (a beam width of 1,
+    the greedy default, becomes 32), or None without `lm_path`."""
+    if not lm_path:
+        return None
+    width = beam_width if beam_width > 1 else 32
+    return LMDecoder(vocabulary, lm_path, alpha=alpha, beta=beta, beam_width=width)

@@ -158,12 +158,9 @@ class Recognition(Task):
 
     def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, beam_width: int = 1,
                      lm: str | None = None, alpha: float = 0.5, beta: float = 1.0, **_) -> dict:  # fmt: skip
-        decoder = None
-        if lm:
-            from keras_s2s.decoding.ctc_lm import LMDecoder
+        from keras_s2s.decoding.ctc_lm import lm_decoder
 
-            width = beam_width if beam_width > 1 else 32
-            decoder = LMDecoder(model.vocabulary, lm, alpha=alpha, beta=beta, beam_width=width)
+        decoder = lm_decoder(model.vocabulary, lm, alpha, beta, beam_width)
         test = speech_test_split(card, data)
         return evaluate_speech(model, test, run_dir, beam_width=beam_width, lm=decoder)
 
