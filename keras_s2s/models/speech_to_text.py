@@ -114,12 +114,16 @@ class SpeechToText(ZooModel):
 
     # --- decoding ---------------------------------------------------------------------------
 
+    def _logits_and_lengths(self, features, lengths):
+        """Inference logits [B, T', classes] and each utterance's output frames [B]."""
+        logits = self({"features": features, "feature_lengths": lengths}, training=False)
+        return logits, ops.minimum(self.output_lengths(lengths), ops.shape(logits)[1])
+
     def _decoder(self, beam_width: int):
         if beam_width not in self._decoders:
 
             def decode(features, lengths):
-                logits = self({"features": features, "feature_lengths": lengths}, training=False)
-                out_lengths = ops.minimum(self.output_lengths(lengths), ops.shape(logits)[1])
+                logits, out_lengths = self._logits_and_lengths(features, lengths)
                 strategy = "greedy" if beam_width == 1 else "beam_search"
                 decoded, _ = ops.ctc_decode(
                     logits,
@@ -142,8 +146,7 @@ class SpeechToText(ZooModel):
         if "log_probabilities" not in self._decoders:
 
             def log_probabilities(features, lengths):
-                logits = self({"features": features, "feature_lengths": lengths}, training=False)
-                out_lengths = ops.minimum(self.output_lengths(lengths), ops.shape(logits)[1])
+                logits, out_lengths = self._logits_and_lengths(features, lengths)
                 return ops.log_softmax(ops.cast(logits, "float32")), out_lengths
 
             signature = [
