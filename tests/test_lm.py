@@ -129,3 +129,30 @@ def test_a_vocabulary_without_spaces_cannot_use_a_word_lm(tmp_path):
     path = KneserNeyLM.estimate(["a b"]).write_arpa(tmp_path / "lm.arpa")
     with pytest.raises(ValueError, match="no space character"):
         LMDecoder(CharVocabulary("abc"), path)
+
+
+def test_the_lm_command_reads_manifests_and_text_files(tmp_path, capsys):
+    from keras_s2s.cli import main
+
+    (tmp_path / "train.csv").write_text(
+        "wav_filename,transcript\na.wav,The Cat SAT\nb.wav,the dog ran\n"
+    )
+    (tmp_path / "more.txt").write_text("the cat ran\n\nthe dog sat\n")
+    out = tmp_path / "lm.arpa"
+    argv = [
+        "lm",
+        "--text",
+        str(tmp_path / "train.csv"),
+        str(tmp_path / "more.txt"),
+        "--out",
+        str(out),
+    ]
+    assert main(argv + ["--order", "2"]) == 0
+    assert "4 sentences" in capsys.readouterr().out
+    lm = KneserNeyLM.read_arpa(out)
+    assert lm.order == 2 and ("cat",) in lm.probabilities[0], "transcripts are lower-cased"
+    assert (
+        main(["lm", "--text", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "x.arpa")])
+        == 2
+    )
+    assert "text file not found" in capsys.readouterr().err and not (tmp_path / "x.arpa").exists()
