@@ -190,6 +190,21 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_lm_flags(transcribe)
 
+    corpus = commands.add_parser(
+        "speech-corpus",
+        help="synthesize an open-vocabulary English speech corpus with eSpeak NG (resumable)",
+    )
+    corpus.add_argument("--text", nargs="+", required=True,
+                        help="text files: plain text, Debian Translation-en, diatheke Bible verses")  # fmt: skip
+    corpus.add_argument("--out", required=True, help="the corpus folder (run again to resume)")
+    corpus.add_argument("--num-valid", type=_count(0), default=500)
+    corpus.add_argument("--num-test", type=_count(0), default=500)
+    corpus.add_argument("--max-sentences", type=_count(1),
+                        help="use only this many sentences (seeded sample)")  # fmt: skip
+    corpus.add_argument("--shard-size", type=COUNT, default=1000)
+    corpus.add_argument("--workers", type=COUNT, default=1, help="synthesizing processes")
+    corpus.add_argument("--seed", type=_count(0), default=0)
+
     lm = commands.add_parser("lm", help="estimate a word n-gram LM (ARPA) from transcripts or text")
     lm.add_argument("--text", nargs="+", required=True,
                     help="manifests (.csv/.tsv: their transcripts) or text files, one sentence a line")  # fmt: skip
@@ -420,6 +435,27 @@ def _export(args) -> None:
     print(f"exported {args.model} to {args.out} ({args.format})")
 
 
+def _speech_corpus(args) -> None:
+    import random
+
+    from keras_s2s.data.english_speech import EnglishSpeech
+    from keras_s2s.data.english_text import speakable_sentences
+
+    sentences = list(speakable_sentences(args.text))
+    if args.max_sentences and args.max_sentences < len(sentences):
+        sentences = random.Random(args.seed).sample(sentences, args.max_sentences)
+    print(f"{len(sentences):,} speakable sentences in {', '.join(args.text)}")
+    corpus = EnglishSpeech(
+        sentences,
+        num_valid=args.num_valid,
+        num_test=args.num_test,
+        seed=args.seed,
+        shard_size=args.shard_size,
+    )
+    folder = corpus.build(args.out, workers=args.workers, progress=True)
+    print(f"wrote {folder}: train.csv, valid.csv, test.csv")
+
+
 def _estimate_lm(args) -> None:
     from keras_s2s.data.characters import normalize_transcript
     from keras_s2s.data.manifest import read_manifest
@@ -578,6 +614,8 @@ def main(argv: list[str] | None = None) -> int:
             )
         elif args.command == "lm":
             _estimate_lm(args)
+        elif args.command == "speech-corpus":
+            _speech_corpus(args)
         elif args.command == "export":
             _export(args)
         elif args.command == "transcribe":

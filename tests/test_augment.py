@@ -30,6 +30,33 @@ def test_the_vocal_tract_warp_moves_formants_and_keeps_the_rest():
     assert np.corrcoef(identity[512:-512], audio.numpy()[512:-512])[0, 1] > 0.999
 
 
+def test_pitch_shifting_moves_every_partial_by_the_ratio_and_keeps_duration_and_loudness():
+    t = np.arange(2 * RATE) / RATE
+    chord = tf.constant(
+        0.5 * np.sin(2 * np.pi * 300 * t) + 0.3 * np.sin(2 * np.pi * 1100 * t), tf.float32
+    )
+    for semitones in (-4.0, 3.0):
+        shifted = augment.shift_pitch(chord, semitones, semitones).numpy()
+        assert shifted.shape == chord.shape
+        spectrum = np.abs(np.fft.rfft(shifted * np.hanning(len(shifted))))
+        hz = np.fft.rfftfreq(len(shifted), 1 / RATE)
+        ratio = 2 ** (semitones / 12)
+        for partial in (300.0, 1100.0):  # the strongest bin near each moved partial
+            near = (hz > partial * ratio - 40) & (hz < partial * ratio + 40)
+            assert abs(hz[near][np.argmax(spectrum[near])] - partial * ratio) <= 2.0
+            old = (hz > partial - 5) & (hz < partial + 5)
+            assert spectrum[old].max() < 0.05 * spectrum.max(), "nothing left at the old pitch"
+        assert np.sqrt(np.mean(shifted**2)) == pytest.approx(
+            np.sqrt(np.mean(chord.numpy() ** 2)), rel=1e-3
+        )
+
+
+def test_the_phase_vocoder_stretches_time_and_keeps_the_pitch():
+    stretched = augment.stretch_time(tone(440.0, 1.0), 1.5).numpy()
+    assert 1.5 * RATE <= len(stretched) <= 1.5 * RATE + 1024
+    assert abs(peak_hz(stretched) - 440.0) <= 1.0
+
+
 def test_reverberation_decays_by_60_db_within_rt60_and_keeps_loudness():
     tf.random.set_seed(0)
     impulse = np.zeros(RATE, np.float32)
@@ -68,7 +95,7 @@ def test_the_codec_quantizes_to_256_mu_law_levels_at_telephone_quality():
 
 def test_every_augmentation_runs_in_a_dataset_map_and_stays_finite():
     settings = augment.check_augment(
-        {"speed": [0.9, 1.1], "vtlp": [0.9, 1.1],
+        {"speed": [0.9, 1.1], "pitch_semitones": [-3, 3], "vtlp": [0.9, 1.1],
          "noise_snr_db": [10, 30], "reverb_probability": 1.0, "reverb_rt60": [0.1, 0.5],
          "band_limit_probability": 1.0, "codec_probability": 1.0}
     )  # fmt: skip
@@ -101,6 +128,7 @@ def test_probability_zero_leaves_the_audio_and_one_always_applies():
         ({"freq_masks": -1}, "count >= 0"),
         ({"reverb_probability": 0.3}, "needs augment.reverb_rt60"),
         ({"pitch": [1, 2]}, "unknown augmentation setting"),
+        ({"pitch_semitones": [-20, 2]}, "within"),
     ],
 )
 def test_settings_that_make_no_sense_are_refused_by_name(settings, message):

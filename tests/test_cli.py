@@ -611,3 +611,31 @@ def test_speech_recognizer_trains_evaluates_and_transcribes(tmp_path, capsys, mo
     )
     assert main(["translate", "--model", str(out)]) == 2
     assert "holds a Wave2Letter, not a translation model" in capsys.readouterr().err
+
+    # beam search fused with a word LM, in evaluate and transcribe
+    (tmp_path / "lm.txt").write_text("the red dog runs\nthe old cat sleeps\n")
+    assert main(["lm", "--text", str(tmp_path / "lm.txt"), "--out", str(tmp_path / "lm.arpa")]) == 0
+    lm_flags = ["--lm", str(tmp_path / "lm.arpa"), "--alpha", "0.7", "--beta", "0.5"]
+    assert main(["evaluate", "--model", str(out), *lm_flags, "--beam-width", "4"]) == 0
+    fused = json.loads((out / "eval-beam4.json").read_text())
+    assert fused["lm"] == str(tmp_path / "lm.arpa") and (fused["alpha"], fused["beta"]) == (
+        0.7,
+        0.5,
+    )
+    capsys.readouterr()
+    assert main(["transcribe", "--model", str(out), *lm_flags, str(tmp_path / "fresh.wav")]) == 0
+    assert len(capsys.readouterr().out.splitlines()) == 1, "one file: its text alone"
+    assert (
+        main(
+            [
+                "transcribe",
+                "--model",
+                str(out),
+                "--lm",
+                str(tmp_path / "no.arpa"),
+                str(tmp_path / "fresh.wav"),
+            ]
+        )
+        == 2
+    )
+    assert "no.arpa" in capsys.readouterr().err

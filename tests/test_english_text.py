@@ -53,3 +53,28 @@ def test_debian_descriptions_are_read_once_and_reserved_sources_refused(tmp_path
         list(speakable_sentences([tmp_path / "wordnet.txt"]))
     with pytest.raises(FileNotFoundError, match="text file not found"):
         list(speakable_sentences([tmp_path / "missing.txt"]))
+
+
+BIBLE = (
+    'Genesis 1:1: <title type="x-gen">The Creation</title> <w savlm="strong:H7225">In</w> <w>the</w>'
+    ' <w>beginning</w>, <w>God</w><w savlm="strong:H1254">created</w> <w>the</w> <w>earth</w>.\n'
+    """Genesis 1:2: <w>The</w> <w>earth</w> <w>was</w> <w>empty</w>. <div eID="gen25" type="x-p"/>
+Genesis 2:1: <w>The</w> <w>heavens</w> <w>were</w> <w>finished</w>.
+(engWEB2015eb)
+"""
+)
+
+
+def test_bible_verses_become_one_paragraph_per_chapter_without_titles_and_with_words_apart(
+    tmp_path,
+):
+    from keras_s2s.data.english_text import paragraphs_of_sword_verses
+
+    assert list(paragraphs_of_sword_verses(BIBLE)) == [
+        "In the beginning , God created the earth . The earth was empty .",
+        "The heavens were finished .",
+    ]
+    (tmp_path / "bible.txt").write_text(BIBLE)  # recognized by its verse lines, whatever its name
+    assert [t for _, t in speakable_sentences([tmp_path / "bible.txt"])] == [
+        "in the beginning god created the earth", "the earth was empty", "the heavens were finished",
+    ]  # fmt: skip

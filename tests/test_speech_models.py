@@ -272,6 +272,16 @@ def test_a_tiny_jasper_learns_to_transcribe_what_it_hears(tmp_path):
     history = model.fit(dataset, steps_per_epoch=50, epochs=6, verbose=0)
     assert history.history["loss"][-1] < history.history["loss"][0] / 10
     assert model.decode(x, lengths) == texts
+    # the same through transcribe, greedy and fused with a word LM of other sentences too
+    from keras_s2s.decoding.ctc_lm import LMDecoder
+    from keras_s2s.decoding.ngram_lm import KneserNeyLM
+
+    KneserNeyLM.estimate([*texts, "the red cat runs", "two dogs sing"], order=2).write_arpa(
+        tmp_path / "lm.arpa"
+    )
+    assert model.transcribe(audio) == texts
+    decoder = LMDecoder(VOCAB, tmp_path / "lm.arpa", alpha=0.5, beta=1.0, beam_width=8)
+    assert model.transcribe(audio, lm=decoder) == texts
 
 
 @pytest.mark.parametrize("card", ["jasper_demo", "wave2letter_demo", "deepspeech2_demo"])

@@ -3,12 +3,14 @@
 Each is off unless configured in a card's `data.augment` part; ranges are
 [low, high] drawn per utterance, probabilities say how often one applies:
 
-    augment: {speed: [0.9, 1.1], vtlp: [0.9, 1.1],
+    augment: {speed: [0.9, 1.1], pitch_semitones: [-3, 3], vtlp: [0.9, 1.1],
               noise_snr_db: [10, 40], reverb_probability: 0.3, reverb_rt60: [0.1, 0.7],
               band_limit_probability: 0.2, codec_probability: 0.2,
               freq_masks: 2, freq_mask_width: 8, time_masks: 2, time_mask_width: 20}
 
 - `speed`: resampling (tempo and pitch move together).
+- `pitch_semitones`: pitch shifted by a random number of semitones, duration
+  kept (a phase-vocoder time stretch, then resampling back to the length).
 - `vtlp`: vocal-tract-length perturbation, a piecewise-linear warp of the
   frequency axis (Jaitly & Hinton 2013) applied to the short-time spectrum.
 - `noise_snr_db`: white noise at a random SNR.
@@ -31,13 +33,14 @@ import math
 
 import tensorflow as tf
 
-RANGES = ("speed", "vtlp", "noise_snr_db", "reverb_rt60")
+RANGES = ("speed", "pitch_semitones", "vtlp", "noise_snr_db", "reverb_rt60")
 PROBABILITIES = ("reverb_probability", "band_limit_probability", "codec_probability")
 COUNTS = ("freq_masks", "freq_mask_width", "time_masks", "time_mask_width")
 AUGMENT_KEYS = RANGES + PROBABILITIES + COUNTS
 # where a range must lie: a speed of 0 or a warp of 50% is a broken card
 LIMITS = {
     "speed": (0.5, 2.0),
+    "pitch_semitones": (-12.0, 12.0),
     "vtlp": (0.7, 1.3),
     "noise_snr_db": (-10.0, 100.0),
     "reverb_rt60": (0.0, 2.0),
@@ -81,6 +84,47 @@ def perturb_speed(audio, low: float, high: float):
     right = tf.minimum(left + 1, tf.shape(audio)[0] - 1)
     weight = positions - tf.floor(positions)
     return tf.gather(audio, left) * (1.0 - weight) + tf.gather(audio, right) * weight
+
+
+def _resample_to(audio, length):
+    """`audio` stretched or squeezed to `length` samples by linear interpolation."""
+    last = tf.cast(tf.shape(audio)[0] - 1, tf.float32)
+    return _interpolate(audio, tf.linspace(0.0, last, length))
+
+
+def stretch_time(audio, ratio, frame: int = 512, hop: int = 128):
+    """`audio` made `ratio` times longer with the pitch kept: a phase vocoder (short-time magnitudes
+    interpolated between frames, each bin's phase advanced by its measured frequency)."""
+    spectrum = tf.signal.stft(audio, frame, hop, fft_length=frame, pad_end=True)  # [T, F]
+    frames = tf.shape(spectrum)[0]
+    magnitude, phase = tf.abs(spectrum), tf.math.angle(spectrum)
+    # each bin's phase advance per hop, from its frequency measured between neighbouring frames
+    expected = 2.0 * math.pi * hop * tf.range(frame // 2 + 1, dtype=tf.float32) / frame
+    deviation = phase[1:] - phase[:-1] - expected
+    deviation -= 2.0 * math.pi * tf.round(deviation / (2.0 * math.pi))
+    advance = tf.concat([expected[None], expected + deviation], axis=0)  # [T, F]
+    count = tf.maximum(tf.cast(tf.cast(frames, tf.float32) * ratio, tf.int32), 1)
+    positions = tf.minimum(
+        tf.range(count, dtype=tf.float32) / ratio, tf.cast(frames - 1, tf.float32)
+    )
+    left = tf.cast(tf.floor(positions), tf.int32)
+    right = tf.minimum(left + 1, frames - 1)
+    weight = (positions - tf.floor(positions))[:, None]
+    stretched = tf.gather(magnitude, left) * (1.0 - weight) + tf.gather(magnitude, right) * weight
+    new_phase = phase[0][None] + tf.cumsum(tf.gather(advance, left), axis=0, exclusive=True)
+    out = tf.complex(stretched, 0.0) * tf.exp(tf.complex(0.0, new_phase))
+    window = tf.signal.inverse_stft_window_fn(hop)
+    return tf.signal.inverse_stft(out, frame, hop, fft_length=frame, window_fn=window)
+
+
+def shift_pitch(audio, low: float, high: float):
+    """Pitch moved by a random number of semitones in [low, high], duration kept: a phase-vocoder
+    time stretch by the frequency ratio, then resampled back to the original length."""
+    ratio = tf.pow(2.0, tf.random.uniform([], low, high) / 12.0)
+    length = tf.shape(audio)[0]
+    stretched = stretch_time(audio, ratio)  # a little longer than ratio x length: the last frame
+    stretched = stretched[: tf.cast(tf.cast(length, tf.float32) * ratio, tf.int32)]
+    return _same_loudness(_resample_to(stretched, length), audio)
 
 
 def add_noise(audio, min_snr_db: float, max_snr_db: float):
@@ -214,6 +258,8 @@ def augment_audio(audio, settings: dict, sample_rate: int = 16000):
     speaker (speed, vocal tract), the room, the channel (band, codec), the noise."""
     if "speed" in settings:
         audio = perturb_speed(audio, *settings["speed"])
+    if "pitch_semitones" in settings:
+        audio = shift_pitch(audio, *settings["pitch_semitones"])
     if "vtlp" in settings:
         audio = warp_vocal_tract(audio, *settings["vtlp"])
     if "reverb_rt60" in settings:

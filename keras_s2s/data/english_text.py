@@ -1,7 +1,8 @@
 """Speakable English sentences from real text: what an open-vocabulary recognizer trains on.
 
-Text comes from files (plain text, or Debian's package descriptions,
-`Translation-en`); it is unwrapped into paragraphs, split into sentences,
+Text comes from files (plain text, Debian's package descriptions
+`Translation-en`, or a Bible module of the SWORD project as `diatheke`
+prints it, e.g. the public-domain World English Bible); it is unwrapped into paragraphs, split into sentences,
 and each sentence is kept only if a listener could say what it spells:
 3-25 words, letters and ordinary punctuation, numbers spelled out by
 `normalize_text`; sentences with code, paths, addresses, acronyms
@@ -84,6 +85,41 @@ def _once(paragraph: str, seen: set[str]) -> Iterator[str]:
         yield paragraph
 
 
+_VERSE = re.compile(r"^((?:[1-3] )?[A-Z][A-Za-z ]*?) (\d+):\d+: (.*)$")
+_SECTION_TITLE = re.compile(r"<title\b[^>]*>.*?</title>|<note\b[^>]*>.*?</note>")
+
+
+def paragraphs_of_sword_verses(text: str) -> Iterator[str]:
+    """The chapters of a SWORD Bible module as `diatheke -b MODULE -k "Gen 1:1-Rev 22:21"` prints
+    them (one `Book C:V: text` line per verse, OSIS markup inside), one paragraph per chapter.
+
+    Section titles and notes are dropped; word elements that touch (`God</w><w ...>created`) are
+    separate words."""
+    chapter, verses = None, []
+    for line in text.splitlines():
+        match = _VERSE.match(line)
+        if match is None:
+            continue
+        if (match[1], match[2]) != chapter and verses:
+            yield " ".join(verses)
+            verses = []
+        chapter = (match[1], match[2])
+        verse = _SECTION_TITLE.sub(" ", match[3]).replace("</w><w", "</w> <w")
+        verse = " ".join(re.sub(r"<[^>]*>", " ", verse).split())
+        if verse:
+            verses.append(verse)
+    if verses:
+        yield " ".join(verses)
+
+
+def _text_kind(path: Path, text: str) -> str:
+    """`debian` (a `Translation-en` file), `sword` (diatheke's verse lines) or `plain`."""
+    if "Translation-en" in path.name:
+        return "debian"
+    first = next((line for line in text.splitlines() if line.strip()), "")
+    return "sword" if _VERSE.match(first) else "plain"
+
+
 def paragraphs_of_plain_text(text: str) -> Iterator[str]:
     """Blank-line separated paragraphs, their lines joined."""
     for block in re.split(r"\n\s*\n", text):
@@ -92,9 +128,16 @@ def paragraphs_of_plain_text(text: str) -> Iterator[str]:
             yield joined
 
 
-def sentences_from_text(text: str, debian: bool = False) -> Iterator[str]:
-    """The sentences of `text` (plain text, or a Debian `Translation-en` file when `debian`)."""
-    paragraphs = (paragraphs_of_debian_descriptions if debian else paragraphs_of_plain_text)(text)
+PARAGRAPHS = {
+    "plain": paragraphs_of_plain_text,
+    "debian": paragraphs_of_debian_descriptions,
+    "sword": paragraphs_of_sword_verses,
+}
+
+
+def sentences_from_text(text: str, kind: str = "plain") -> Iterator[str]:
+    """The sentences of `text`; `kind` is `plain`, `debian` (`Translation-en`) or `sword` (verses)."""
+    paragraphs = PARAGRAPHS[kind](text)
     for paragraph in paragraphs:
         pieces = _SENTENCE_END.split(paragraph)
         sentence = ""
@@ -129,11 +172,12 @@ def speakable(sentence: str) -> tuple[str, str] | None:
 def speakable_sentences(paths: Iterable[str | Path]) -> Iterator[tuple[str, str]]:
     """(what to say, transcript) for every distinct speakable sentence of the files, in file order.
 
-    A file named `*Translation-en*` is read as Debian package descriptions."""
+    A file named `*Translation-en*` is read as Debian package descriptions, one whose first line is
+    a verse (`Genesis 1:1: ...`) as a SWORD Bible module, anything else as plain text."""
     seen: set[str] = set()
     for path in map(check_source, paths):
         text = path.read_text(encoding="utf-8", errors="replace")
-        for sentence in sentences_from_text(text, debian="Translation-en" in path.name):
+        for sentence in sentences_from_text(text, _text_kind(path, text)):
             pair = speakable(sentence)
             if pair is not None and pair[1] not in seen:
                 seen.add(pair[1])

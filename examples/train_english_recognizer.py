@@ -1,0 +1,178 @@
+"""Train the open-vocabulary English recognizer (`jasper_english`) from synthetic speech, end to end.
+
+    python examples/train_english_recognizer.py --work english          # every stage; again to resume
+    python examples/train_english_recognizer.py --work english --until corpus
+
+Each stage is skipped when its output is there, so the same command continues
+after a stop (a killed training resumes from its last epoch's backup; its
+time budget, the card's `training.time_limit`, counts over restarts):
+
+1. text     speakable sentences of Debian bookworm's package descriptions and of
+            the World English Bible (public domain), both from Debian packages:
+              apt-get -o Acquire::Languages=en update
+              apt-get install sword-text-web diatheke lz4
+2. corpus   every sentence spoken once by eSpeak NG (`keras-s2s speech-corpus`):
+            every English voice x variant, 120-220 wpm, pitch and pitch range
+3. lm       a 3-gram Kneser-Ney word LM of the training transcripts only (trigrams seen twice)
+4. train    `keras_s2s.train("jasper_english", ...)` in WORK/run
+5. tune     the LM weight and word bonus on the validation split
+6. evaluate greedy, beam and beam + LM on the held-out eSpeak test split -> WORK/results.json
+7. preset   WORK/jasper_english.tar.gz and the LM (gzip), with their sha256
+
+WordNet and fortune files are never read: they are kept for independent evaluation.
+"""
+
+import argparse
+import gzip
+import hashlib
+import json
+import shutil
+import subprocess
+import tarfile
+from pathlib import Path
+
+import keras_s2s
+from keras_s2s.data.english_speech import EnglishSpeech
+from keras_s2s.data.english_text import speakable_sentences
+from keras_s2s.data.manifest import read_manifest
+from keras_s2s.decoding.ctc_lm import LMDecoder
+from keras_s2s.decoding.ngram_lm import KneserNeyLM
+from keras_s2s.metrics import error_rates
+
+STAGES = ("text", "corpus", "lm", "train", "tune", "evaluate", "preset")
+DEBIAN_DESCRIPTIONS = (
+    "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_i18n_Translation-en.lz4"
+)
+BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
+ALPHAS, BETAS = (0.3, 0.5, 0.8, 1.2), (0.0, 1.0, 2.0)
+
+
+def text_stage(work: Path) -> list[Path]:
+    """The two source texts as files under WORK/text (extracted once)."""
+    folder = work / "text"
+    folder.mkdir(parents=True, exist_ok=True)
+    descriptions, bible = folder / "bookworm_Translation-en", folder / "world_english_bible.txt"
+    if not descriptions.is_file():
+        if not Path(DEBIAN_DESCRIPTIONS).is_file():
+            raise SystemExit(
+                f"{DEBIAN_DESCRIPTIONS} not found: run apt-get -o Acquire::Languages=en update"
+            )
+        data = subprocess.run(["lz4cat", DEBIAN_DESCRIPTIONS], capture_output=True, check=True)
+        descriptions.write_bytes(data.stdout)
+    if not bible.is_file():
+        if shutil.which("diatheke") is None:
+            raise SystemExit("diatheke not found: run apt-get install sword-text-web diatheke")
+        verses = subprocess.run(
+            ["diatheke", "-b", BIBLE_MODULE, "-k", "Gen 1:1-Rev 22:21"],
+            capture_output=True,
+            check=True,
+        )
+        bible.write_bytes(verses.stdout)
+    return [descriptions, bible]
+
+
+def lm_stage(corpus: Path, work: Path) -> Path:
+    """A 3-gram LM of the training transcripts (never the validation or test ones)."""
+    arpa = work / "lm" / "english-3gram.arpa"
+    if not arpa.is_file():
+        arpa.parent.mkdir(parents=True, exist_ok=True)
+        sentences = [u.transcript for u in read_manifest(corpus / "train.csv", check_files=False)]
+        lm = KneserNeyLM.estimate(sentences, order=3, prune=(1, 2))
+        lm.write_arpa(arpa)
+        print(f"wrote {arpa} from {len(sentences):,} training sentences")
+    return arpa
+
+
+def transcribe_split(model, corpus: Path, split: str, lm=None, beam_width: int = 1, limit=None):
+    utterances = read_manifest(corpus / f"{split}.csv")[:limit]
+    hypotheses = model.transcribe([u.path for u in utterances], beam_width=beam_width, lm=lm)
+    return error_rates(hypotheses, [u.transcript for u in utterances]), hypotheses
+
+
+def tune_stage(model, corpus: Path, arpa: Path, work: Path, limit: int = 200) -> dict:
+    """The LM weight and word bonus with the lowest WER on (part of) the validation split."""
+    path = work / "lm" / "tuned.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    scores = []
+    for alpha in ALPHAS:
+        for beta in BETAS:
+            decoder = LMDecoder(model.vocabulary, arpa, alpha=alpha, beta=beta, beam_width=16)
+            rates, _ = transcribe_split(model, corpus, "valid", lm=decoder, limit=limit)
+            scores.append({"alpha": alpha, "beta": beta, "wer": rates["wer"]})
+            print(f"valid alpha {alpha} beta {beta}: WER {rates['wer']:.2f}%")
+    best = min(scores, key=lambda s: s["wer"])
+    path.write_text(json.dumps({"best": best, "grid": scores}, indent=1))
+    return json.loads(path.read_text())
+
+
+def evaluate_stage(model, corpus: Path, arpa: Path, tuned: dict, work: Path) -> dict:
+    path = work / "results.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    alpha, beta = tuned["best"]["alpha"], tuned["best"]["beta"]
+    results = {}
+    for name, kwargs in (
+        ("greedy", {}),
+        ("beam 8", {"beam_width": 8}),
+        ("beam 32 + LM", {"lm": LMDecoder(model.vocabulary, arpa, alpha=alpha, beta=beta)}),
+    ):
+        rates, _ = transcribe_split(model, corpus, "test", **kwargs)
+        results[name] = rates
+        print(f"test {name}: WER {rates['wer']:.2f}%  CER {rates['cer']:.2f}%")
+    results["lm"] = {"alpha": alpha, "beta": beta}
+    path.write_text(json.dumps(results, indent=1))
+    return results
+
+
+def preset_stage(run: Path, arpa: Path, work: Path) -> None:
+    """The preset folder as a tar.gz and the LM gzipped, each with its sha256 and size."""
+    archive, lm = work / "jasper_english.tar.gz", work / "english-3gram.arpa.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(run / "preset", arcname="jasper_english")
+    with open(arpa, "rb") as source, gzip.open(lm, "wb") as target:
+        shutil.copyfileobj(source, target)
+    for path in (archive, lm):
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+        print(f"{path}: {path.stat().st_size:,} bytes, sha256 {digest}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--work", default="english", help="folder for every stage's output")
+    parser.add_argument("--until", choices=STAGES, default="preset", help="stop after this stage")
+    parser.add_argument("--workers", type=int, default=2, help="synthesizing processes")
+    parser.add_argument("--time-limit", help="training budget over restarts (default: the card's)")
+    args = parser.parse_args()
+    work = Path(args.work)
+    stop = STAGES.index(args.until)
+
+    sources = text_stage(work)
+    if stop < STAGES.index("corpus"):
+        return
+    sentences = list(speakable_sentences(sources))
+    print(f"{len(sentences):,} speakable sentences")
+    corpus = EnglishSpeech(sentences, num_valid=500, num_test=500).build(
+        work / "corpus", workers=args.workers, progress=True
+    )
+    if stop < STAGES.index("lm"):
+        return
+    arpa = lm_stage(corpus, work)
+    if stop < STAGES.index("train"):
+        return
+    overrides = {"training.time_limit": args.time_limit} if args.time_limit else {}
+    keras_s2s.train("jasper_english", data=str(corpus), out=work / "run", overrides=overrides)
+    if stop < STAGES.index("tune"):
+        return
+    model = keras_s2s.load_model(work / "run")
+    tuned = tune_stage(model, corpus, arpa, work)
+    if stop >= STAGES.index("evaluate"):
+        evaluate_stage(model, corpus, arpa, tuned, work)
+    if stop >= STAGES.index("preset"):
+        preset_stage(work / "run", arpa, work)
+
+
+if __name__ == "__main__":
+    main()

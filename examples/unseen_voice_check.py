@@ -1,0 +1,153 @@
+"""How a recognizer does on voices it never heard: held-out sentences spoken by other synthesizers.
+
+    apt-get install flite festival festvox-kdlpc16k festvox-us-slt-hts   # the unseen voices
+    apt-get install libttspico-utils                                     # (Debian non-free)
+    pip install pocketsphinx                                             # the peer, with its own model
+    python examples/unseen_voice_check.py --model english/run --lm english/lm/english-3gram.arpa \\
+        --corpus english/corpus --count 100 --out english/unseen
+
+The sentences are the first COUNT of the corpus's test split (never trained
+on, never in the LM). Each is spoken by four flite voices (kal16: diphones;
+awb, rms, slt: clustergen) and two Festival voices (ked: diphones; slt: HTS),
+and SVOX Pico's two English voices (en-US, en-GB), none of which the model
+heard; the corpus's own eSpeak NG audio of the same
+sentences is the reference row. Every clip is transcribed greedily, by CTC
+beam search, by beam search fused with the word LM, and by pocketsphinx
+(its bundled US English acoustic model, LM and dictionary) on the same
+audio. WER and CER per voice go to OUT/results.json and a Markdown table to
+OUT/results.md. Synthesized audio is kept in OUT/audio and reused.
+"""
+
+import argparse
+import json
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+import keras_s2s
+from keras_s2s.data.audio import read_audio, write_wav
+from keras_s2s.data.manifest import read_manifest
+from keras_s2s.decoding.ctc_lm import LMDecoder
+from keras_s2s.metrics import error_rates
+
+FLITE = {"flite kal16": "kal16", "flite awb": "awb", "flite rms": "rms", "flite slt": "slt"}
+FESTIVAL = {"festival ked": "ked_diphone", "festival slt hts": "cmu_us_slt_arctic_hts"}
+PICO = {"pico en-US": "en-US", "pico en-GB": "en-GB"}
+DECODERS = ("greedy", "beam 8", "beam 32 + LM", "pocketsphinx")
+
+
+def speak(voice: str, text: str, path: Path) -> None:
+    """`text` spoken by an unseen voice into `path` (16 kHz WAV)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        raw, words = Path(tmp) / "raw.wav", Path(tmp) / "text.txt"
+        words.write_text(text + "\n")
+        if voice in FLITE:
+            command = ["flite", "-voice", FLITE[voice], "-f", str(words), "-o", str(raw)]
+        elif voice in PICO:
+            command = ["pico2wave", "-l", PICO[voice], "-w", str(raw), text]
+        else:
+            command = [
+                "text2wave",
+                "-eval",
+                f"(voice_{FESTIVAL[voice]})",
+                str(words),
+                "-o",
+                str(raw),
+            ]
+        subprocess.run(command, check=True, capture_output=True)
+        write_wav(path, read_audio(raw, 16000), 16000)
+
+
+def pocketsphinx_transcripts(paths: list[Path]) -> list[str]:
+    from pocketsphinx import Decoder
+
+    decoder = Decoder(samprate=16000, loglevel="FATAL")
+    texts = []
+    for path in paths:
+        samples = (np.clip(read_audio(path, 16000), -1, 1) * 32767).astype(np.int16)
+        decoder.start_utt()
+        decoder.process_raw(samples.tobytes(), full_utt=True)
+        decoder.end_utt()
+        hypothesis = decoder.hyp()
+        texts.append(hypothesis.hypstr.lower() if hypothesis else "")
+    return texts
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", required=True,
+                        help="a run directory of a speech recognizer, or a zoo preset as CARD:WEIGHTS "
+                        "(jasper:english, jasper_demo:demo)")  # fmt: skip
+    parser.add_argument("--lm", required=True, help="the ARPA word LM")
+    parser.add_argument(
+        "--alpha", type=float, help="LM weight (default: WORK/lm/tuned.json's, else 0.5)"
+    )
+    parser.add_argument("--beta", type=float, help="word bonus (default: as --alpha)")
+    parser.add_argument("--corpus", required=True, help="the speech corpus folder (its test.csv)")
+    parser.add_argument("--count", type=int, default=100, help="held-out sentences")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args()
+    missing = [tool for tool in ("flite", "text2wave", "pico2wave") if shutil.which(tool) is None]
+    if missing:
+        raise SystemExit(
+            f"{', '.join(missing)} not found: apt-get install flite festival libttspico-utils ..."
+        )
+    tuned_path = Path(args.lm).parent / "tuned.json"
+    tuned = json.loads(tuned_path.read_text())["best"] if tuned_path.is_file() else {}
+    alpha = args.alpha if args.alpha is not None else tuned.get("alpha", 0.5)
+    beta = args.beta if args.beta is not None else tuned.get("beta", 1.0)
+
+    out = Path(args.out)
+    held_out = read_manifest(Path(args.corpus) / "test.csv")[: args.count]
+    references = [u.transcript for u in held_out]
+    clips = {"espeak ng (seen synthesizer)": [u.path for u in held_out]}
+    for voice in (*FLITE, *FESTIVAL, *PICO):
+        folder = out / "audio" / voice.replace(" ", "_")
+        folder.mkdir(parents=True, exist_ok=True)
+        clips[voice] = [folder / f"{i:04d}.wav" for i in range(len(held_out))]
+        for text, path in zip(references, clips[voice], strict=True):
+            if not path.is_file():
+                speak(voice, text, path)
+
+    if Path(args.model, "model.keras").is_file():
+        model = keras_s2s.load_model(args.model)
+    else:
+        card, _, weights = args.model.partition(":")
+        model = keras_s2s.zoo.load(card, weights=weights)
+    lm = LMDecoder(model.vocabulary, args.lm, alpha=alpha, beta=beta, beam_width=32)
+    results = {"sentences": len(held_out), "alpha": alpha, "beta": beta, "voices": {}}
+    for voice, paths in clips.items():
+        hypotheses = {
+            "greedy": model.transcribe(paths),
+            "beam 8": model.transcribe(paths, beam_width=8),
+            "beam 32 + LM": model.transcribe(paths, lm=lm),
+            "pocketsphinx": pocketsphinx_transcripts(paths),
+        }
+        results["voices"][voice] = {
+            name: error_rates(texts, references) for name, texts in hypotheses.items()
+        }
+        row = results["voices"][voice]
+        print(voice, "  ".join(f"{n}: WER {row[n]['wer']:.1f}%" for n in DECODERS), flush=True)
+        (out / "transcripts").mkdir(exist_ok=True)
+        (out / "transcripts" / f"{voice.replace(' ', '_')}.json").write_text(
+            json.dumps({"references": references, **hypotheses}, indent=1)
+        )
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    lines = [
+        "| voice | " + " | ".join(f"{name} WER / CER" for name in DECODERS) + " |",
+        "| --- |" + " --- |" * len(DECODERS),
+    ]
+    for voice, row in results["voices"].items():
+        cells = " | ".join(f"{row[n]['wer']:.1f}% / {row[n]['cer']:.1f}%" for n in DECODERS)
+        lines.append(f"| {voice} | {cells} |")
+    (out / "results.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,463 @@
+"""A large open-vocabulary English speech corpus, spoken by eSpeak NG: what `jasper_english` trains on.
+
+Every distinct sentence (from `english_text.speakable_sentences`) is spoken
+once, at a random rate (120-220 words per minute) and base pitch, by a voice
+drawn from every English voice eSpeak NG offers:
+
+- its formant voices (`en`, `en-US`, `en-GB-scotland`, `en-029`, ...), each
+  with one of its voice variants (`f1`..`f5`, `m1`..`m8`, `klatt`,
+  `whisper`, ...) and a random pitch range;
+- with probability `mbrola_share`, one of its English MBROLA voices
+  (`mb-us1`..`mb-us3`, `mb-en1`, and English read by the German, French,
+  Swedish, ... diphone sets: `mb-de1-en`, ...), when Debian's `espeak-ng`,
+  `mbrola` and `mbrola-*` packages are installed. Their diphones are cut
+  from recordings of real people: the closest an offline corpus gets to
+  human voices.
+
+Held-out sentences (`test`, `valid`) never occur in training.
+
+The corpus is written in shards of `shard_size` utterances: each shard is
+synthesized into a temporary folder and renamed when whole, so an interrupted
+build resumes where it stopped (finished shards are kept, a half-written one
+is redone) and nothing half-written is ever listed. The manifests
+(`train.csv`, `valid.csv`, `test.csv`) are written last. `corpus.json` records
+the settings and a digest of the sentences: resuming with other ones is an
+error, not a silent mix.
+
+Example:
+    >>> sentences = list(speakable_sentences(["Translation-en", "bible.txt"]))
+    >>> folder = EnglishSpeech(sentences, num_valid=500, num_test=500).build("data/english")
+    >>> read_manifest(folder / "train.csv")[0]
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from keras_s2s.data.audio import require_audio_extra, resample
+from keras_s2s.data.corpus import CorpusError
+from keras_s2s.data.espeak import (
+    SpeechSynthesisError,
+    english_voices,
+    synthesize,
+    synthesize_mbrola,
+    voice_variants,
+)
+from keras_s2s.data.espeak import mbrola_voices as mbrola_voices_here
+from keras_s2s.data.manifest import write_manifest
+from keras_s2s.files import atomic_write
+
+log = logging.getLogger("keras_s2s")
+SPLITS = ("test", "valid", "train")
+
+
+@dataclasses.dataclass(frozen=True)
+class Rendition:
+    """How one sentence is spoken: its text, transcript, voice and prosody."""
+
+    said: str
+    transcript: str
+    voice: str
+    words_per_minute: int
+    pitch: int
+    pitch_range: int | None  # None: the voice's own (MBROLA voices)
+
+
+class EnglishSpeech:
+    """The corpus: which sentence goes to which split and how each is spoken (all seeded).
+
+    Args:
+        sentences: list of (what to say, transcript) pairs, distinct transcripts.
+        num_valid, num_test: int. Held-out sentences per split (the rest train).
+        seed: int. Splits, voices and prosody follow from it.
+        sample_rate: int. Rate of the stored audio.
+        shard_size: int. Utterances per shard (the unit of resuming).
+        words_per_minute, pitch, pitch_range: [low, high] drawn per utterance
+            (eSpeak NG's rate in words per minute; pitch and range 0-100).
+        voices, variants: eSpeak NG voices and variants to draw from (default: every English voice,
+            and the plain voice plus every variant).
+        mbrola_voices: MBROLA voices to draw from (default: every English one installed).
+        mbrola_share: float. How often an MBROLA voice speaks (when there is one).
+    """
+
+    def __init__(
+        self,
+        sentences: list[tuple[str, str]],
+        num_valid: int = 500,
+        num_test: int = 500,
+        seed: int = 0,
+        sample_rate: int = 16000,
+        shard_size: int = 1000,
+        words_per_minute: tuple[int, int] = (120, 220),
+        pitch: tuple[int, int] = (20, 80),
+        pitch_range: tuple[int, int] = (20, 100),
+        voices: list[str] | None = None,
+        variants: list[str] | None = None,
+        mbrola_voices: list[str] | None = None,
+        mbrola_share: float = 0.4,
+    ):
+        transcripts = [t for _, t in sentences]
+        if len(set(transcripts)) != len(transcripts):
+            raise ValueError("sentences must have distinct transcripts (one rendition each)")
+        for name, count in (("num_valid", num_valid), ("num_test", num_test)):
+            if not isinstance(count, int) or count < 0:
+                raise ValueError(f"{name} must be a count >= 0, got {count!r}")
+        if num_valid + num_test >= len(sentences):
+            raise ValueError(
+                f"{len(sentences)} sentences leave none for training after {num_valid} valid and "
+                f"{num_test} test ones"
+            )
+        if not 0 <= mbrola_share <= 1:
+            raise ValueError(f"mbrola_share must be a share in [0, 1], got {mbrola_share!r}")
+        if not isinstance(shard_size, int) or shard_size < 1:
+            raise ValueError(f"shard_size must be a count >= 1, got {shard_size!r}")
+        for name, (low, high), limits in (
+            ("words_per_minute", words_per_minute, (80, 450)),
+            ("pitch", pitch, (0, 100)),
+            ("pitch_range", pitch_range, (0, 100)),
+        ):
+            if not limits[0] <= low <= high <= limits[1]:
+                raise ValueError(
+                    f"{name} must be [low, high] within {list(limits)}, got {[low, high]}"
+                )
+        self.sentences = list(sentences)
+        self.num_valid, self.num_test, self.seed = num_valid, num_test, seed
+        self.sample_rate, self.shard_size = sample_rate, shard_size
+        self.words_per_minute, self.pitch, self.pitch_range = (
+            tuple(words_per_minute),
+            tuple(pitch),
+            tuple(pitch_range),
+        )
+        self.voices = list(voices) if voices else english_voices()
+        self.variants = list(variants) if variants is not None else ["", *voice_variants()]
+        self.mbrola_voices = (
+            list(mbrola_voices) if mbrola_voices is not None else mbrola_voices_here()
+        )
+        self.mbrola_share = mbrola_share if self.mbrola_voices else 0.0
+        if mbrola_share and not self.mbrola_voices:
+            log.warning(
+                "no MBROLA voices installed: the corpus is spoken by eSpeak NG's formant voices "
+                "only (apt-get install espeak-ng mbrola mbrola-us1 ..., from contrib and non-free)"
+            )
+
+    def settings(self) -> dict:
+        """What the corpus is a function of (stored in `corpus.json`, checked on resume)."""
+        digest = hashlib.sha256("\n".join(t for _, t in self.sentences).encode()).hexdigest()
+        return {
+            "sentences": len(self.sentences),
+            "sentences_sha256": digest,
+            "num_valid": self.num_valid,
+            "num_test": self.num_test,
+            "seed": self.seed,
+            "sample_rate": self.sample_rate,
+            "shard_size": self.shard_size,
+            "words_per_minute": list(self.words_per_minute),
+            "pitch": list(self.pitch),
+            "pitch_range": list(self.pitch_range),
+            "voices": self.voices,
+            "variants": self.variants,
+            "mbrola_voices": self.mbrola_voices,
+            "mbrola_share": self.mbrola_share,
+            "version": 2,
+        }
+
+    def plan(self) -> dict[str, list[Rendition]]:
+        """The renditions of each split, in order (the same for the same settings)."""
+        rng = random.Random(self.seed)
+        order = list(self.sentences)
+        rng.shuffle(order)
+        cut = {"test": order[: self.num_test]}
+        cut["valid"] = order[self.num_test : self.num_test + self.num_valid]
+        cut["train"] = order[self.num_test + self.num_valid :]
+        return {
+            split: [self._rendition(said, transcript, rng) for said, transcript in cut[split]]
+            for split in SPLITS
+        }
+
+    def _rendition(self, said: str, transcript: str, rng: random.Random) -> Rendition:
+        words_per_minute, pitch = rng.randint(*self.words_per_minute), rng.randint(*self.pitch)
+        if self.mbrola_share and rng.random() < self.mbrola_share:
+            return Rendition(
+                said, transcript, rng.choice(self.mbrola_voices), words_per_minute, pitch, None
+            )
+        variant = rng.choice(self.variants)
+        voice = rng.choice(self.voices) + (f"+{variant}" if variant else "")
+        return Rendition(
+            said, transcript, voice, words_per_minute, pitch, rng.randint(*self.pitch_range)
+        )
+
+    def build(self, folder: str | Path, workers: int = 1, progress: bool | None = None) -> Path:
+        """Synthesize what is missing of the corpus in `folder` and write its manifests; return `folder`.
+
+        Args:
+            workers: int. Processes that synthesize shards side by side.
+            progress: bool | None. A progress line on stderr (default: when stderr is a terminal).
+        """
+        folder = Path(folder)
+        self._claim(folder)
+        shards = [
+            (f"{split}-{number:05d}", split, renditions[start : start + self.shard_size])
+            for split, renditions in self.plan().items()
+            for number, start in enumerate(range(0, len(renditions), self.shard_size))
+        ]
+        for stale in (folder / "shards").glob(".tmp-*"):
+            shutil.rmtree(stale, ignore_errors=True)  # a shard an interrupted build left half-done
+        for stale in (folder / "shards").glob(".job-*"):
+            stale.unlink()
+        todo = [s for s in shards if not (folder / "shards" / s[0] / "shard.csv").is_file()]
+        total = sum(len(s[2]) for s in shards)
+        done = total - sum(len(s[2]) for s in todo)
+        if done:
+            log.info("resuming %s: %d of %d utterances already synthesized", folder, done, total)
+        bar = _Progress(total, done, sys.stderr.isatty() if progress is None else progress)
+        jobs = [
+            (folder / "shards", name, renditions, self.sample_rate) for name, _, renditions in todo
+        ]
+        _run_in_processes(jobs, workers, bar)
+        bar.close()
+        for split in SPLITS:
+            rows = [
+                row
+                for name, shard_split, _ in shards
+                if shard_split == split
+                for row in _read_shard(folder / "shards" / name)
+            ]
+            atomic_write(
+                folder / f"{split}.csv", lambda path, rows=rows: write_manifest(path, rows)
+            )
+        return folder
+
+    def _claim(self, folder: Path) -> None:
+        """Record the settings in a new folder; refuse a folder that holds another corpus."""
+        settings = self.settings()
+        record = folder / "corpus.json"
+        if record.is_file():
+            kept = json.loads(record.read_text(encoding="utf-8"))
+            changed = sorted(key for key in settings if kept.get(key) != settings[key])
+            if changed:
+                raise CorpusError(
+                    f"{folder}: holds a corpus built with other settings ({', '.join(changed)}); "
+                    "build into another folder, or delete this one to start over"
+                )
+            return
+        if folder.exists() and any(folder.iterdir()):
+            raise CorpusError(f"{folder}: not empty and not a speech corpus; choose another folder")
+        (folder / "shards").mkdir(parents=True, exist_ok=True)
+        atomic_write(record, lambda path: path.write_text(json.dumps(settings, indent=1)))
+
+
+# signals of a crash inside libespeak-ng (segmentation fault, bus error, abort, ...), not of a kill
+CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT, signal.SIGFPE)
+
+
+def plain_rendition(rendition: Rendition) -> Rendition:
+    """The same sentence with the plain voice (no variant) at middle pitch and range: what is spoken
+    instead of a rendition that crashes eSpeak NG (1.52 segfaults on a few variant and prosody
+    combinations, e.g. `en-US+rob` at pitch 20, range 90) or that an MBROLA voice cannot say
+    (then by `en` for `mb-en1`, `en-US` for the others)."""
+    voice = rendition.voice.split("+")[0]
+    if voice.startswith("mb-"):
+        voice = "en" if voice == "mb-en1" else "en-US"
+    return dataclasses.replace(rendition, voice=voice, pitch=50, pitch_range=50)
+
+
+def speak(rendition: Rendition):
+    """(float32 samples, rate, the rendition spoken) of a rendition: MBROLA voices through Debian's
+    `espeak-ng` command, the others through the pip library; an MBROLA failure falls back to
+    `plain_rendition`."""
+    if rendition.voice.startswith("mb-"):
+        try:
+            samples, rate = synthesize_mbrola(
+                rendition.said, rendition.voice, rendition.words_per_minute, rendition.pitch
+            )
+            return samples, rate, rendition
+        except SpeechSynthesisError as error:
+            log.warning("%s; speaking it with the plain voice instead", error)
+            rendition = plain_rendition(rendition)
+    samples, rate = synthesize(
+        rendition.said,
+        rendition.voice,
+        rendition.words_per_minute,
+        rendition.pitch,
+        rendition.pitch_range,
+    )
+    return samples, rate, rendition
+
+
+def _run_in_processes(jobs: list, workers: int, bar) -> None:
+    """Synthesize each shard in a child process (`python -m keras_s2s.data.english_speech JOB`, so
+    it imports nothing of the caller's), `workers` at a time. A child that crashes inside eSpeak NG
+    is started again with the utterance it crashed on spoken by the plain voice."""
+    queue = [(job, frozenset()) for job in jobs]
+    running = []  # (process, job, indices spoken plainly, job file)
+    try:
+        while queue or running:
+            while queue and len(running) < max(1, workers):
+                job, plain = queue.pop(0)
+                shards, name, renditions, sample_rate = job
+                job_file = shards / f".job-{name}.json"
+                payload = {
+                    "shards": str(shards),
+                    "name": name,
+                    "sample_rate": sample_rate,
+                    "plain": sorted(plain),
+                    "renditions": [dataclasses.asdict(r) for r in renditions],
+                }
+                job_file.write_text(json.dumps(payload), encoding="utf-8")
+                command = [sys.executable, "-m", "keras_s2s.data.english_speech", str(job_file)]
+                running.append((subprocess.Popen(command), job, plain, job_file))
+            time.sleep(0.05)
+            for entry in [r for r in running if r[0].poll() is not None]:
+                running.remove(entry)
+                process, job, plain, job_file = entry
+                job_file.unlink(missing_ok=True)
+                if process.returncode == 0:
+                    bar.advance(len(job[2]))
+                elif -process.returncode in CRASH_SIGNALS:
+                    queue.insert(0, (job, plain | {_crashed_at(job, plain)}))
+                else:
+                    raise CorpusError(
+                        f"{job[0] / job[1]}: synthesis stopped (exit code {process.returncode}); "
+                        "see the error above. Run the same command again to resume"
+                    )
+    finally:
+        for process, _, _, job_file in running:
+            process.kill()
+            process.wait()
+            job_file.unlink(missing_ok=True)
+
+
+def _crashed_at(job, plain: frozenset) -> int:
+    """The index of the utterance a crashed shard process was speaking: the first not written."""
+    shards, name, renditions, _ = job
+    index = len(list((shards / f".tmp-{name}").glob("*.flac")))
+    if index in plain or index >= len(renditions):
+        raise CorpusError(
+            f"{shards / name}: eSpeak NG crashed on utterance {index} even with the plain voice: "
+            f"{renditions[min(index, len(renditions) - 1)]}"
+        )
+    log.warning(
+        "eSpeak NG crashed on %s; speaking it with the plain voice instead", renditions[index]
+    )
+    return index
+
+
+def _synthesize_shard(job, plain: frozenset = frozenset()) -> int:
+    """Speak one shard's renditions into `shards/.tmp-NAME`, then rename it to `shards/NAME`;
+    the renditions at the indices in `plain` are spoken by `plain_rendition`."""
+    shards, name, renditions, sample_rate = job
+    soundfile = require_audio_extra("soundfile")
+    tmp = shards / f".tmp-{name}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    try:
+        rows = []
+        for index, rendition in enumerate(renditions):
+            if index in plain:
+                rendition = plain_rendition(rendition)
+            samples, rate, rendition = speak(rendition)
+            samples = resample(samples, rate, sample_rate)
+            audio = f"{index:05d}.flac"
+            soundfile.write(str(tmp / audio), samples.clip(-1, 1), sample_rate, subtype="PCM_16")
+            rows.append(
+                (
+                    f"shards/{name}/{audio}",
+                    len(samples) / sample_rate,
+                    rendition.transcript,
+                    rendition.voice,
+                    rendition.words_per_minute,
+                    rendition.pitch,
+                    rendition.pitch_range,
+                )
+            )
+        _write_shard(tmp / "shard.csv", rows)  # last: a shard without it is not finished
+        os.replace(tmp, shards / name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return len(renditions)
+
+
+SHARD_COLUMNS = ("wav_filename", "duration", "transcript", "voice", "wpm", "pitch", "pitch_range")
+
+
+def _write_shard(path: Path, rows: list) -> None:
+    import csv
+
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(SHARD_COLUMNS)
+        writer.writerows(rows)
+
+
+def _read_shard(shard: Path) -> list[tuple[str, float, str]]:
+    """(audio path relative to the corpus folder, seconds, transcript) of a finished shard."""
+    import csv
+
+    with open(shard / "shard.csv", newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    return [(row["wav_filename"], float(row["duration"]), row["transcript"]) for row in rows]
+
+
+def voices_of(folder: str | Path, split: str = "test") -> dict[str, str]:
+    """Audio path -> eSpeak NG voice of a built corpus's split (for per-voice scores)."""
+    import csv
+
+    voices = {}
+    for shard in sorted(Path(folder, "shards").glob(f"{split}-*/shard.csv")):
+        with open(shard, newline="", encoding="utf-8") as handle:
+            voices.update((row["wav_filename"], row["voice"]) for row in csv.DictReader(handle))
+    return voices
+
+
+class _Progress:
+    """`synthesizing: 12,000/60,000 utterances (20%), 85/s, 9m left` on one line of stderr."""
+
+    def __init__(self, total: int, done: int, show: bool):
+        self.total, self.done, self.show = total, done, show
+        self.start, self.first = time.time(), done
+
+    def advance(self, count: int) -> None:
+        self.done += count
+        if not self.show:
+            return
+        rate = (self.done - self.first) / max(time.time() - self.start, 1e-9)
+        left = (self.total - self.done) / rate if rate else 0
+        print(
+            f"\rsynthesizing: {self.done:,}/{self.total:,} utterances "
+            f"({100 * self.done / self.total:.0f}%), {rate:.0f}/s, {left / 60:.0f}m left",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    def close(self) -> None:
+        if self.show:
+            print(file=sys.stderr)
+        log.info(
+            "synthesized %d utterances in %.0f s", self.done - self.first, time.time() - self.start
+        )
+
+
+def _main(job_file: str) -> None:
+    """Synthesize the shard a job file describes (what `_run_in_processes` starts)."""
+    job = json.loads(Path(job_file).read_text(encoding="utf-8"))
+    renditions = [Rendition(**r) for r in job["renditions"]]
+    _synthesize_shard(
+        (Path(job["shards"]), job["name"], renditions, job["sample_rate"]), frozenset(job["plain"])
+    )
+
+
+if __name__ == "__main__":
+    _main(sys.argv[1])

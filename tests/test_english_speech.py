@@ -1,0 +1,176 @@
+"""The open-vocabulary eSpeak NG corpus: splits, voices, shards, resuming, refusals, crashes."""
+
+import csv
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+pytest.importorskip("espeakng_loader")
+
+from keras_s2s.data.audio import read_audio  # noqa: E402
+from keras_s2s.data.corpus import CorpusError  # noqa: E402
+from keras_s2s.data.english_speech import EnglishSpeech, Rendition, voices_of  # noqa: E402
+from keras_s2s.data.espeak import english_voices, voice_variants  # noqa: E402
+from keras_s2s.data.manifest import read_manifest  # noqa: E402
+
+WORDS = "red green blue small old quiet happy fast".split()
+SENTENCES = [
+    (f"the {a} dog sees a {b} cat.", f"the {a} dog sees a {b} cat")
+    for a in WORDS[:4]
+    for b in WORDS[4:]
+]
+
+
+def tiny(**kwargs):
+    settings = dict(num_valid=2, num_test=3, shard_size=4, voices=["en-US", "en"], variants=["", "f2", "m3"],
+                    mbrola_voices=[])  # fmt: skip
+    return EnglishSpeech(SENTENCES, **{**settings, **kwargs})
+
+
+def test_every_english_voice_and_variant_is_offered():
+    voices, variants = english_voices(), voice_variants()
+    assert {"en", "en-US", "en-GB-scotland", "en-029"} <= set(voices)
+    assert all(v.startswith("en") for v in voices)
+    assert {"f1", "m3", "klatt", "whisper"} <= set(variants) and len(variants) > 50
+
+
+def test_the_plan_is_seeded_keeps_held_out_sentences_apart_and_draws_voices_and_prosody():
+    plan = tiny().plan()
+    assert [len(plan[s]) for s in ("test", "valid", "train")] == [3, 2, 11]
+    held_out = {r.transcript for r in plan["test"] + plan["valid"]}
+    assert not held_out & {r.transcript for r in plan["train"]}
+    assert tiny().plan() == plan and tiny(seed=1).plan() != plan
+    everything = [r for split in plan.values() for r in split]
+    assert all(120 <= r.words_per_minute <= 220 and 20 <= r.pitch <= 80 for r in everything)
+    assert len({r.voice for r in everything}) >= 3, "voices and variants are mixed"
+
+
+def test_a_corpus_is_built_in_shards_resumes_and_lists_only_whole_shards(tmp_path):
+    folder = tiny().build(tmp_path / "corpus", workers=2)
+    train = read_manifest(folder / "train.csv")
+    assert len(train) == 11 and len(read_manifest(folder / "test.csv")) == 3
+    assert sorted(p.name for p in (folder / "shards").iterdir()) == [
+        "test-00000", "train-00000", "train-00001", "train-00002", "valid-00000",
+    ]  # fmt: skip
+    audio = read_audio(train[0].path, 16000)
+    assert 0.5 < len(audio) / 16000 < 5 and np.abs(audio).max() > 0.05
+    assert set(voices_of(folder, "test").values()) <= {
+        "en-US",
+        "en",
+        "en-US+f2",
+        "en+f2",
+        "en-US+m3",
+        "en+m3",
+    }
+    # an interrupted build: one shard missing, another half-written
+    kept = (folder / "shards" / "train-00000" / "shard.csv").stat().st_mtime_ns
+    manifest = (folder / "train.csv").read_text()
+    for path in (folder / "shards" / "train-00001").iterdir():
+        path.unlink()
+    (folder / "shards" / "train-00001").rmdir()
+    (folder / "shards" / ".tmp-train-00002").mkdir()
+    tiny().build(folder)
+    assert (folder / "train.csv").read_text() == manifest
+    assert (folder / "shards" / "train-00000" / "shard.csv").stat().st_mtime_ns == kept
+    assert not list((folder / "shards").glob(".tmp-*"))
+
+
+def test_a_folder_with_another_corpus_or_other_files_is_refused(tmp_path):
+    tiny(num_test=0).plan()
+    folder = tmp_path / "corpus"
+    tiny(shard_size=100).build(folder)
+    with pytest.raises(CorpusError, match=r"other settings \(seed, shard_size\)"):
+        tiny(seed=3).build(folder)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "notes.txt").write_text("mine")
+    with pytest.raises(CorpusError, match="not empty and not a speech corpus"):
+        tiny().build(tmp_path / "other")
+    assert (tmp_path / "other" / "notes.txt").read_text() == "mine"
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"num_valid": 10, "num_test": 6}, "leave none for training"),
+        ({"num_valid": -1}, "num_valid must be a count"),
+        ({"shard_size": 0}, "shard_size must be a count"),
+        ({"words_per_minute": (220, 120)}, r"words_per_minute must be \[low, high\]"),
+        ({"pitch": (0, 120)}, "within"),
+        ({"mbrola_share": 1.5}, "mbrola_share must be a share"),
+    ],
+)
+def test_settings_that_make_no_sense_are_refused(change, message):
+    with pytest.raises(ValueError, match=message):
+        tiny(**change)
+    with pytest.raises(ValueError, match="distinct transcripts"):
+        EnglishSpeech(SENTENCES + SENTENCES[:1])
+
+
+CRASHING = Rendition(
+    "this package contains the makeobj program needed to integrate new objects in simutrans.",
+    "this package contains the makeobj program needed to integrate new objects in simutrans",
+    "en-US+rob", 192, 20, 90,
+)  # fmt: skip
+
+
+def _espeak_crashes_on(rendition) -> bool:
+    code = (
+        "from keras_s2s.data.espeak import synthesize; "
+        f"synthesize({rendition.said!r}, {rendition.voice!r}, {rendition.words_per_minute}, "
+        f"{rendition.pitch}, {rendition.pitch_range})"
+    )
+    return subprocess.run([sys.executable, "-c", code], capture_output=True).returncode < 0
+
+
+def test_an_utterance_that_crashes_espeak_is_spoken_by_the_plain_voice(tmp_path):
+    if not _espeak_crashes_on(CRASHING):
+        pytest.skip("this eSpeak NG no longer crashes on the known combination")
+    from keras_s2s.data.english_speech import _Progress, _run_in_processes
+
+    fine = Rendition("a red dog.", "a red dog", "en-US+f2", 160, 50, 50)
+    job = (tmp_path, "train-00000", [fine, CRASHING, fine], 16000)
+    _run_in_processes([job], 1, _Progress(3, 0, show=False))
+    with open(tmp_path / "train-00000" / "shard.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [r["voice"] for r in rows] == ["en-US+f2", "en-US", "en-US+f2"]
+    assert [r["pitch_range"] for r in rows] == ["50", "50", "50"]
+    assert len(list((tmp_path / "train-00000").glob("*.flac"))) == 3
+
+
+def test_mbrola_voices_speak_their_share_and_a_failing_one_falls_back_to_the_plain_voice(tmp_path):
+    from keras_s2s.data.english_speech import speak
+    from keras_s2s.data.espeak import mbrola_voices
+
+    installed = mbrola_voices()
+    if "mb-us1" not in installed:
+        pytest.skip("needs Debian's espeak-ng, mbrola and mbrola-us1 (contrib, non-free)")
+    plan = tiny(mbrola_voices=installed, mbrola_share=0.5).plan()
+    voices = [r.voice for split in plan.values() for r in split]
+    assert 3 <= sum(v.startswith("mb-") for v in voices) <= 13
+    samples, rate, spoken = speak(Rendition("a red dog.", "a red dog", "mb-us1", 160, 40, None))
+    assert spoken.voice == "mb-us1" and 0.3 < len(samples) / rate < 3
+    _, _, spoken = speak(Rendition("a red dog.", "a red dog", "mb-xx9", 160, 40, None))
+    assert spoken.voice == "en-US" and spoken.pitch_range == 50
+    folder = tiny(mbrola_voices=["mb-us1"], mbrola_share=1.0).build(tmp_path / "corpus")
+    assert set(voices_of(folder, "train").values()) == {"mb-us1"}
+
+
+def test_the_speech_corpus_command_builds_a_corpus_and_names_bad_sources(tmp_path, capsys):
+    from keras_s2s.cli import main
+
+    text = tmp_path / "story.txt"
+    text.write_text(" ".join(f"The {a} dog sees a {b} cat." for a, b in zip(WORDS, WORDS[1:])))
+    out = tmp_path / "corpus"
+    args = ["speech-corpus", "--text", str(text), "--out", str(out), "--num-valid", "1"]
+    assert main([*args, "--num-test", "2", "--shard-size", "3"]) == 0
+    assert len(read_manifest(out / "train.csv")) == 4 and len(read_manifest(out / "test.csv")) == 2
+    assert "7 speakable sentences" in capsys.readouterr().out
+    assert main([*args, "--num-test", "3", "--shard-size", "3"]) == 2, "another corpus's folder"
+    assert "other settings (num_test)" in capsys.readouterr().err
+    assert main(["speech-corpus", "--text", str(tmp_path / "none.txt"), "--out", str(out)]) == 2
+    assert "none.txt: text file not found" in capsys.readouterr().err
+    (tmp_path / "fortunes").write_text("A fortune you will find today.")
+    assert main(["speech-corpus", "--text", str(tmp_path / "fortunes"), "--out", str(out)]) == 2
+    assert "kept for independent evaluation" in capsys.readouterr().err
