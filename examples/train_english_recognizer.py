@@ -14,7 +14,7 @@ time budget, the card's `training.time_limit`, counts over restarts):
 2. corpus   every sentence spoken once by eSpeak NG (`keras-s2s speech-corpus`):
             every English voice x variant, 120-220 wpm, pitch and pitch range
 3. lm       a 3-gram Kneser-Ney word LM of the training transcripts only (trigrams seen twice)
-4. train    `keras_s2s.train("jasper_english", ...)` in WORK/run
+4. train    `keras_s2s.train("jasper_english", ...)` in WORK/run (5 h of training, over restarts)
 5. tune     the LM weight and word bonus on the validation split
 6. evaluate greedy, beam and beam + LM on the held-out eSpeak test split -> WORK/results.json
 7. preset   WORK/jasper_english.tar.gz and the LM (gzip), with their sha256

@@ -1,5 +1,6 @@
 """Word n-gram LMs (Kneser-Ney estimator, ARPA files) and CTC beam search fused with them."""
 
+import gzip
 import math
 import random
 
@@ -64,6 +65,14 @@ def test_the_arpa_file_reads_back_and_kenlm_scores_it_the_same(tmp_path):
     assert WordScorer(path, engine="kenlm")("cat", ("<s>", "the")) == pytest.approx(
         ours("cat", ("<s>", "the")), abs=1e-4
     )
+    # gzipped, as a preset ships it: both engines read it and score the same
+    zipped = lm.write_arpa(tmp_path / "lm.arpa.gz")
+    with gzip.open(zipped, "rt") as text:
+        assert text.read() == path.read_text()
+    for engine in ("python", "kenlm"):
+        assert WordScorer(zipped, engine=engine)("cat", ("<s>", "the")) == pytest.approx(
+            ours("cat", ("<s>", "the")), abs=1e-4
+        )
 
 
 def test_broken_inputs_are_named(tmp_path):
@@ -76,6 +85,9 @@ def test_broken_inputs_are_named(tmp_path):
     (tmp_path / "x.arpa").write_text("just some text\n")
     with pytest.raises(ValueError, match="not an ARPA language model"):
         check_arpa(tmp_path / "x.arpa")
+    (tmp_path / "cut.arpa.gz").write_bytes(b"\x1f\x8b\x08\x00broken")
+    with pytest.raises(ValueError, match="cut.arpa.gz: not a readable language model"):
+        check_arpa(tmp_path / "cut.arpa.gz")
     (tmp_path / "bad.arpa").write_text(
         "\\data\\\nngram 1=2\n\n\\1-grams:\n-1.0 a\nbroken\n\\end\\\n"
     )

@@ -26,18 +26,22 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_s2s.decoding.ngram_lm import EOS, KneserNeyLM
+from keras_s2s.decoding.ngram_lm import EOS, KneserNeyLM, open_text
 
 LN10 = math.log(10.0)
 
 
 def check_arpa(path: str | Path) -> Path:
-    """`path` if it is an ARPA file; a clear error for a missing, empty or non-ARPA file."""
+    """`path` if it is an ARPA file (plain or `.arpa.gz`); a clear error for a missing, empty or
+    non-ARPA file."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: language model not found (write one with keras-s2s lm)")
-    with open(path, encoding="utf-8", errors="replace") as f:
-        head = f.read(4096)
+    try:
+        with open_text(path) as f:
+            head = f.read(4096)
+    except (OSError, EOFError) as error:  # a damaged gzip stream
+        raise ValueError(f"{path}: not a readable language model ({error})") from None
     if "\\data\\" not in head or "ngram 1=" not in head:
         raise ValueError(
             f"{path}: not an ARPA language model (no \\data\\ header with ngram counts)"

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import gzip
 import math
 import re
 from collections import Counter, defaultdict
@@ -26,6 +27,15 @@ from pathlib import Path
 from keras_s2s.files import atomic_write
 
 BOS, EOS, UNK = "<s>", "</s>", "<unk>"
+
+
+def open_text(path: str | Path):
+    """A text file opened for reading, gunzipped on the fly when its name ends in `.gz`."""
+    if str(path).endswith(".gz"):
+        return gzip.open(path, "rt", encoding="utf-8", errors="replace")
+    return open(path, encoding="utf-8", errors="replace")
+
+
 NO_PROBABILITY = -99.0  # ARPA's log10 "never predicted" for <s>
 
 
@@ -143,11 +153,12 @@ class KneserNeyLM:
 
     @classmethod
     def read_arpa(cls, path: str | Path) -> KneserNeyLM:
-        """A model from an ARPA file (any ARPA back-off model, not only ones written here)."""
+        """A model from an ARPA file, plain or gzipped (`.arpa.gz`); any ARPA back-off model, not only
+        ones written here."""
         probabilities: list[dict] = []
         backoffs: list[dict] = []
         n = 0
-        with open(path, encoding="utf-8") as f:
+        with open_text(path) as f:
             for number, line in enumerate(f, 1):
                 line = line.strip()
                 if not line or line.startswith("ngram ") or line == "\\data\\":
@@ -171,10 +182,12 @@ class KneserNeyLM:
         return cls(len(probabilities), probabilities, backoffs)
 
     def write_arpa(self, path: str | Path) -> Path:
-        """Write the model as an ARPA file (all or nothing)."""
+        """Write the model as an ARPA file (all or nothing), gzipped when `path` ends in `.gz`."""
+        zipped = str(path).endswith(".gz")
 
         def write(partial):
-            with open(partial, "w", encoding="utf-8") as out:
+            opener = gzip.open(partial, "wt", encoding="utf-8") if zipped else None
+            with opener or open(partial, "w", encoding="utf-8") as out:
                 out.write("\n\\data\\\n")
                 for n, table in enumerate(self.probabilities, 1):
                     out.write(f"ngram {n}={len(table)}\n")
