@@ -62,7 +62,7 @@ PRESETS = {
         },
     },
 }
-PRESET_FOLDER = Path(__file__).resolve().parents[1] / "keras_s2s" / "zoo" / "presets"
+PRESET_FOLDER = Path(__file__).resolve().parents[1] / "zoo" / "presets"
 
 
 def train_preset(card: str) -> None:

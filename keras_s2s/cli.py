@@ -62,7 +62,9 @@ def _duration(text: str) -> str:
 def _add_lm_flags(parser) -> None:
     """--lm, --alpha, --beta: a recognizer's beam search fused with a word LM."""
     parser.add_argument(
-        "--lm", help="an ARPA word LM (keras-s2s lm): CTC beam search fused with it"
+        "--lm",
+        help="an ARPA word LM (keras-s2s lm; plain or .arpa.gz): CTC beam search fused with it; "
+        "'preset': the LM of a zoo preset given as --model NAME:PRESET",
     )
     parser.add_argument("--alpha", type=float, default=0.5, help="LM weight (with --lm)")
     parser.add_argument("--beta", type=float, default=1.0, help="word insertion bonus (with --lm)")
@@ -178,7 +180,11 @@ def _parser() -> argparse.ArgumentParser:
     )
 
     transcribe = commands.add_parser("transcribe", help="print the text spoken in audio files")
-    transcribe.add_argument("--model", required=True, help="run directory of a speech recognizer")
+    transcribe.add_argument(
+        "--model",
+        required=True,
+        help="run directory of a speech recognizer, or a zoo preset NAME:PRESET (jasper_english:english)",
+    )
     transcribe.add_argument(
         "audio", nargs="+", help="audio files (WAV, FLAC, ...), resampled as needed"
     )
@@ -404,11 +410,39 @@ def _translate(args) -> None:
 
 
 def _load_for(task: str, run_dir: str):
-    """The model of a run directory, if it belongs to `task`; else a ValueError saying what it holds."""
-    from keras_s2s import tasks
+    """The model of a run directory (or of a zoo preset NAME:PRESET), if it belongs to `task`; else
+    a ValueError saying what it holds."""
+    from keras_s2s import tasks, zoo
     from keras_s2s.training.runner import load_model
 
-    return tasks.get(task).require(load_model(run_dir), run_dir)
+    preset = _zoo_preset(run_dir)
+    model = zoo.load(preset[0], weights=preset[1]) if preset else load_model(run_dir)
+    return tasks.get(task).require(model, run_dir)
+
+
+def _zoo_preset(source: str) -> tuple[str, str] | None:
+    """(zoo name, preset) for `NAME:PRESET` when NAME is a zoo model and no such path exists."""
+    from keras_s2s.cards import list_models
+
+    name, colon, preset = source.partition(":")
+    if colon and preset and not os.path.exists(source) and name in list_models():
+        return name, preset
+    return None
+
+
+def _lm_path(args) -> str | None:
+    """--lm as given, or for `--lm preset` the word LM that ships in the model's zoo preset."""
+    if args.lm != "preset":
+        return args.lm
+    from keras_s2s import zoo
+
+    preset = _zoo_preset(args.model)
+    if preset is None:
+        raise ValueError("--lm preset needs --model NAME:PRESET, a zoo preset that ships an LM")
+    path = zoo.preset_directory(*preset) / "lm.arpa.gz"
+    if not path.is_file():
+        raise FileNotFoundError(f"{args.model}: the preset ships no word LM (lm.arpa.gz)")
+    return str(path)
 
 
 def _export(args) -> None:
@@ -492,7 +526,7 @@ def _transcribe(args) -> int:
     failed = len(args.audio) - len(readable)
     from keras_s2s.decoding.ctc_lm import lm_decoder
 
-    lm = lm_decoder(model.vocabulary, args.lm, args.alpha, args.beta, args.beam_width)
+    lm = lm_decoder(model.vocabulary, _lm_path(args), args.alpha, args.beta, args.beam_width)
     texts = model.transcribe(samples, beam_width=args.beam_width, lm=lm) if samples else []
     for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)

@@ -143,16 +143,15 @@ def load(
     return model
 
 
-def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
-    from keras_s2s.presets import PresetError, load_preset
+def _preset_source(card: Card, weights: str) -> tuple[str, str | None]:
+    """(URL or path, sha256 or None) of preset `weights` of `card`: a registered name, a directory or
+    an archive; a PresetError naming the card's presets and the zoo's models with presets."""
+    from keras_s2s.presets import PresetError
 
     entry = card.presets.get(weights)
-    if (
-        not entry
-        and "://" not in weights
-        and not weights.startswith("package:")
-        and not Path(weights).exists()
-    ):
+    if entry:
+        return entry["url"], entry["sha256"]
+    if "://" not in weights and not weights.startswith("package:") and not Path(weights).exists():
         known = ", ".join(sorted(card.presets)) or "none"
         shipping = ", ".join(
             f"{name} ({', '.join(sorted(get_card(name).presets))})"
@@ -163,6 +162,25 @@ def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
             f"{weights}: not a preset of {card.name} (its presets: {known}) and no such preset "
             f"directory or archive; models with presets: {shipping}"
         )
+    return weights, None
+
+
+def preset_directory(name: str, weights: str) -> Path:
+    """The unpacked folder of preset `weights` of zoo model `name` (downloaded and verified once):
+    where files that ship beside the model are, such as a recognizer's word LM (`lm.arpa.gz`).
+
+    Example:
+        >>> lm = preset_directory("jasper_english", "english") / "lm.arpa.gz"
+    """
+    from keras_s2s.presets import fetch_preset
+
+    return fetch_preset(*_preset_source(get_card(name), weights))
+
+
+def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
+    from keras_s2s.presets import load_preset
+
+    source, sha256 = _preset_source(card, weights)
     policy, strategy, scope = _precision_and_scope(card, strategy)
     if isinstance(strategy, HybridParallel):
         raise CardError(
@@ -171,7 +189,7 @@ def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
             "weights=...).get_weights())"
         )
     with scope:
-        model = load_preset(entry["url"], entry["sha256"]) if entry else load_preset(weights)
+        model = load_preset(source, sha256)
         compile_model(model, card, policy)
     log.info("loaded preset %s for %s", weights, card.name)
     return model

@@ -354,3 +354,45 @@ def test_the_shipped_speech_demo_preset_loads_offline_and_transcribes_new_speech
         zoo.get_card("jasper").presets["demo"]["sha256"]
         == zoo.get_card("jasper_demo").presets["demo"]["sha256"]
     )
+
+
+def test_a_recognizer_preset_with_a_word_lm_transcribes_from_the_command_line(
+    home, monkeypatch, tmp_path, capsys
+):
+    import shutil
+
+    from keras_s2s.cli import main
+    from keras_s2s.data.audio import resample, write_wav
+    from keras_s2s.data.espeak import synthesize
+    from keras_s2s.decoding.ngram_lm import KneserNeyLM
+
+    monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
+    folder = tmp_path / "with_lm"
+    shutil.copytree(zoo.preset_directory("jasper_demo", "demo"), folder)
+    text = "the red dog sees a cat"
+    KneserNeyLM.estimate([text, "the old cat sees a dog"], order=2).write_arpa(
+        folder / "lm.arpa.gz"
+    )
+    write_wav(tmp_path / "dog.wav", resample(*synthesize(text, voice="en-us"), 16000), 16000)
+    capsys.readouterr()
+    args = ["transcribe", "--model", f"jasper_demo:{folder}", str(tmp_path / "dog.wav")]
+    assert main([*args, "--lm", "preset"]) == 0
+    assert capsys.readouterr().out.strip() == text
+    assert main(args) == 0, "greedy, from a zoo preset"
+    assert capsys.readouterr().out.strip() == text
+    assert (
+        main(
+            [
+                "transcribe",
+                "--model",
+                "jasper_demo:demo",
+                "--lm",
+                "preset",
+                str(tmp_path / "dog.wav"),
+            ]
+        )
+        == 2
+    )
+    assert "the preset ships no word LM" in capsys.readouterr().err
+    assert main(["transcribe", "--model", "jasper_demo:nothing", str(tmp_path / "dog.wav")]) == 2
+    assert "nothing: not a preset of jasper_demo (its presets: demo)" in capsys.readouterr().err
