@@ -66,8 +66,10 @@ def _add_lm_flags(parser) -> None:
         help="an ARPA word LM (keras-s2s lm; plain or .arpa.gz): CTC beam search fused with it; "
         "'preset': the LM of a zoo preset given as --model NAME:PRESET",
     )
-    parser.add_argument("--alpha", type=float, default=0.5, help="LM weight (with --lm)")
-    parser.add_argument("--beta", type=float, default=1.0, help="word insertion bonus (with --lm)")
+    parser.add_argument("--alpha", type=float,
+                        help="LM weight (with --lm; default 0.5, or the preset's tuned one)")  # fmt: skip
+    parser.add_argument("--beta", type=float,
+                        help="word insertion bonus (with --lm; default 1.0, or the preset's)")  # fmt: skip
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -430,19 +432,30 @@ def _zoo_preset(source: str) -> tuple[str, str] | None:
     return None
 
 
-def _lm_path(args) -> str | None:
-    """--lm as given, or for `--lm preset` the word LM that ships in the model's zoo preset."""
-    if args.lm != "preset":
-        return args.lm
-    from keras_s2s import zoo
+def _lm_settings(args) -> tuple[str | None, float, float]:
+    """(LM path, alpha, beta) of --lm/--alpha/--beta. `--lm preset` is the word LM that ships in the
+    zoo preset given as --model NAME:PRESET, with the weight and bonus tuned for it (unless given)."""
+    alpha, beta = args.alpha, args.beta
+    path = args.lm
+    if args.lm == "preset":
+        from keras_s2s import zoo
+        from keras_s2s.presets import read_metadata
 
-    preset = _zoo_preset(args.model)
-    if preset is None:
-        raise ValueError("--lm preset needs --model NAME:PRESET, a zoo preset that ships an LM")
-    path = zoo.preset_directory(*preset) / "lm.arpa.gz"
-    if not path.is_file():
-        raise FileNotFoundError(f"{args.model}: the preset ships no word LM (lm.arpa.gz)")
-    return str(path)
+        preset = _zoo_preset(args.model)
+        if preset is None:
+            raise ValueError("--lm preset needs --model NAME:PRESET, a zoo preset that ships an LM")
+        folder = zoo.preset_directory(*preset)
+        path = folder / "lm.arpa.gz"
+        if not path.is_file():
+            raise FileNotFoundError(f"{args.model}: the preset ships no word LM (lm.arpa.gz)")
+        tuned = read_metadata(folder).get("lm", {})
+        alpha = tuned.get("alpha", 0.5) if alpha is None else alpha
+        beta = tuned.get("beta", 1.0) if beta is None else beta
+    return (
+        (str(path) if path else None),
+        (0.5 if alpha is None else alpha),
+        (1.0 if beta is None else beta),
+    )
 
 
 def _export(args) -> None:
@@ -526,7 +539,7 @@ def _transcribe(args) -> int:
     failed = len(args.audio) - len(readable)
     from keras_s2s.decoding.ctc_lm import lm_decoder
 
-    lm = lm_decoder(model.vocabulary, _lm_path(args), args.alpha, args.beta, args.beam_width)
+    lm = lm_decoder(model.vocabulary, *_lm_settings(args), args.beam_width)
     texts = model.transcribe(samples, beam_width=args.beam_width, lm=lm) if samples else []
     for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)
@@ -636,15 +649,16 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "evaluate":
             from keras_s2s.training.runner import evaluate_run
 
+            lm, alpha, beta = _lm_settings(args)
             evaluate_run(
                 args.model,
                 data=",".join(args.data) if args.data else None,
                 beam_width=args.beam_width,
                 length_penalty=args.length_penalty,
                 coverage_penalty=args.coverage_penalty,
-                lm=args.lm,
-                alpha=args.alpha,
-                beta=args.beta,
+                lm=lm,
+                alpha=alpha,
+                beta=beta,
             )
         elif args.command == "lm":
             _estimate_lm(args)

@@ -3,6 +3,7 @@
 import hashlib
 import http.server
 import io
+import json
 import os
 import tarfile
 import threading
@@ -374,10 +375,22 @@ def test_a_recognizer_preset_with_a_word_lm_transcribes_from_the_command_line(
         folder / "lm.arpa.gz"
     )
     write_wav(tmp_path / "dog.wav", resample(*synthesize(text, voice="en-us"), 16000), 16000)
+    metadata = json.loads((folder / "metadata.json").read_text())
+    (folder / "metadata.json").write_text(
+        json.dumps({**metadata, "lm": {"alpha": 0.9, "beta": 2.0}})
+    )
+    from keras_s2s.decoding import ctc_lm
+
+    used = []
+    real = ctc_lm.lm_decoder
+    monkeypatch.setattr(ctc_lm, "lm_decoder", lambda *a, **k: used.append(a[1:4]) or real(*a, **k))
     capsys.readouterr()
     args = ["transcribe", "--model", f"jasper_demo:{folder}", str(tmp_path / "dog.wav")]
     assert main([*args, "--lm", "preset"]) == 0
     assert capsys.readouterr().out.strip() == text
+    assert used[-1] == (str(folder / "lm.arpa.gz"), 0.9, 2.0), "the preset's tuned weight and bonus"
+    assert main([*args, "--lm", "preset", "--alpha", "0.3"]) == 0 and used[-1][1:] == (0.3, 2.0)
+    capsys.readouterr()
     assert main(args) == 0, "greedy, from a zoo preset"
     assert capsys.readouterr().out.strip() == text
     assert (
