@@ -163,6 +163,9 @@ def main() -> None:
     parser.add_argument("--until", choices=STAGES, default="preset", help="stop after this stage")
     parser.add_argument("--workers", type=int, default=2, help="synthesizing processes")
     parser.add_argument("--time-limit", help="training budget over restarts (default: the card's)")
+    parser.add_argument("--init-from",
+                        help="start the run from these weights: a preset (english, a folder, an archive)"
+                        " or a .weights.h5 checkpoint")  # fmt: skip
     args = parser.parse_args()
     work = Path(args.work)
     stop = STAGES.index(args.until)
@@ -181,6 +184,8 @@ def main() -> None:
     if stop < STAGES.index("train"):
         return
     overrides = {"training.time_limit": args.time_limit} if args.time_limit else {}
+    if args.init_from:
+        overrides["training.init_from"] = args.init_from
     keras_s2s.train("jasper_english", data=str(corpus), out=work / "run", overrides=overrides)
     if stop < STAGES.index("tune"):
         return

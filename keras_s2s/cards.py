@@ -162,6 +162,8 @@ SCHEMA: dict[str, Any] = {
         "accumulate_steps": COUNT,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
         "steps_per_execution": COUNT,
         "time_limit": Optional(Duration()),  # train until this much time is spent (over restarts)
+        # start a new run from these weights: a preset of the card, a preset folder/archive, a .weights.h5
+        "init_from": Optional(str),
         "lr_floor": float,  # schedule deadline: the rate at the deadline, a share of the peak
         "jit_compile": bool,
         "seed": int,

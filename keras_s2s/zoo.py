@@ -177,6 +177,44 @@ def preset_directory(name: str, weights: str) -> Path:
     return fetch_preset(*_preset_source(get_card(name), weights))
 
 
+def load_initial_weights(model: keras.Model, card: Card, source: str) -> None:
+    """Copy into `model` the weights of `source`: a `.weights.h5` file (a run's checkpoint) or a
+    preset of `card` (a registered name, a directory or an archive), to go on training from them.
+    A preset must hold the same architecture and the same vocabulary: a ValueError names the first
+    weight whose shape differs, or the vocabulary that does.
+
+    Example:
+        >>> load_initial_weights(model, get_card("jasper_english"), "english")
+    """
+    if source.endswith(".weights.h5"):
+        if not Path(source).is_file():
+            raise FileNotFoundError(f"{source}: weights file not found (training.init_from)")
+        model.load_weights(source)
+        return
+    from keras_s2s.presets import load_preset
+
+    donor = load_preset(*_preset_source(card, source))
+    for asset in ("vocabulary", "tokenizer", "extractor"):
+        mine, theirs = getattr(model, asset, None), getattr(donor, asset, None)
+        if mine is not None and theirs is not None and mine.get_config() != theirs.get_config():
+            raise ValueError(
+                f"training.init_from {source}: the preset's {asset} differs from this run's; "
+                "the weights would mean other symbols"
+            )
+    if len(model.weights) != len(donor.weights):
+        raise ValueError(
+            f"training.init_from {source}: the preset has {len(donor.weights)} weights, this "
+            f"{card.name} {len(model.weights)}: another architecture"
+        )
+    for mine, theirs in zip(model.weights, donor.weights, strict=True):
+        if tuple(mine.shape) != tuple(theirs.shape):
+            raise ValueError(
+                f"training.init_from {source}: {mine.path} is {tuple(mine.shape)} here, "
+                f"{tuple(theirs.shape)} in the preset"
+            )
+    model.set_weights(donor.get_weights())
+
+
 def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
     from keras_s2s.presets import load_preset
 

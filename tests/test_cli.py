@@ -612,6 +612,48 @@ def test_speech_recognizer_trains_evaluates_and_transcribes(tmp_path, capsys, mo
     assert main(["translate", "--model", str(out)]) == 2
     assert "holds a Wave2Letter, not a translation model" in capsys.readouterr().err
 
+    # a new run that starts from this one's preset; another architecture is refused by name
+    again = tmp_path / "again"
+    init = ["--set", f"training.init_from={out / 'preset'}"]
+    assert (
+        main(
+            [
+                "train",
+                "wave2letter_demo",
+                "--data",
+                "demo-speech",
+                "--steps",
+                "1",
+                "--out",
+                str(again),
+                *tiny,
+                *init,
+            ]
+        )
+        == 0
+    )
+    assert f"starting from the weights of {out / 'preset'}" in capsys.readouterr().out
+    other = ["--set", "prologue_channels=40"]
+    assert (
+        main(
+            [
+                "train",
+                "wave2letter_demo",
+                "--data",
+                "demo-speech",
+                "--steps",
+                "1",
+                "--out",
+                str(tmp_path / "other"),
+                *tiny,
+                *init,
+                *other,
+            ]
+        )
+        == 2
+    )
+    assert "in the preset" in capsys.readouterr().err
+
     # beam search fused with a word LM, in evaluate and transcribe
     (tmp_path / "lm.txt").write_text("the red dog runs\nthe old cat sleeps\n")
     assert main(["lm", "--text", str(tmp_path / "lm.txt"), "--out", str(tmp_path / "lm.arpa")]) == 0

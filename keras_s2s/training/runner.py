@@ -318,6 +318,9 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     # 0, or the epochs an interrupted run had finished; in the strategy's scope, as fit builds the slots
     with model_obj.distribute_strategy.scope():
         initial_epoch = backup.restore(model_obj)
+        if initial_epoch == 0 and card.training.get("init_from"):
+            zoo.load_initial_weights(model_obj, card, card.training["init_from"])
+            print(f"starting from the weights of {card.training['init_from']}")
     model_obj.fit(
         task.train,
         # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
