@@ -186,7 +186,8 @@ def main() -> None:
     overrides = {"training.time_limit": args.time_limit} if args.time_limit else {}
     if args.init_from:
         overrides["training.init_from"] = args.init_from
-    keras_s2s.train("jasper_english", data=str(corpus), out=work / "run", overrides=overrides)
+    if not (work / "run" / "preset").is_dir():  # else trained to the end earlier
+        keras_s2s.train("jasper_english", data=str(corpus), out=work / "run", overrides=overrides)
     if stop < STAGES.index("tune"):
         return
     model = keras_s2s.load_model(work / "run")
