@@ -49,7 +49,7 @@ DEBIAN_DESCRIPTIONS = (
     "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_i18n_Translation-en.lz4"
 )
 BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
-ALPHAS, BETAS = (0.3, 0.5, 0.8, 1.2), (0.0, 1.0, 2.0)
+ALPHAS, BETAS = (0.4, 0.7, 1.0), (0.5, 1.5, 3.0)
 
 
 def text_stage(work: Path) -> list[Path]:
@@ -94,7 +94,7 @@ def transcribe_split(model, corpus: Path, split: str, lm=None, beam_width: int =
     return error_rates(hypotheses, [u.transcript for u in utterances]), hypotheses
 
 
-def tune_stage(model, corpus: Path, arpa: Path, work: Path, limit: int = 200) -> dict:
+def tune_stage(model, corpus: Path, arpa: Path, work: Path, limit: int = 150) -> dict:
     """The LM weight and word bonus with the lowest WER on (part of) the validation split."""
     path = work / "lm" / "tuned.json"
     if path.is_file():
