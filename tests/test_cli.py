@@ -613,45 +613,23 @@ def test_speech_recognizer_trains_evaluates_and_transcribes(tmp_path, capsys, mo
     assert "holds a Wave2Letter, not a translation model" in capsys.readouterr().err
 
     # a new run that starts from this one's preset; another architecture is refused by name
-    again = tmp_path / "again"
-    init = ["--set", f"training.init_from={out / 'preset'}"]
-    assert (
-        main(
+    def one_step(run_dir, *flags):
+        train_args = ["train", "wave2letter_demo", "--data", "demo-speech", "--steps", "1"]
+        return main(
             [
-                "train",
-                "wave2letter_demo",
-                "--data",
-                "demo-speech",
-                "--steps",
-                "1",
+                *train_args,
                 "--out",
-                str(again),
+                str(run_dir),
                 *tiny,
-                *init,
+                "--set",
+                f"training.init_from={out / 'preset'}",
+                *flags,
             ]
         )
-        == 0
-    )
+
+    assert one_step(tmp_path / "again") == 0
     assert f"starting from the weights of {out / 'preset'}" in capsys.readouterr().out
-    other = ["--set", "prologue_channels=40"]
-    assert (
-        main(
-            [
-                "train",
-                "wave2letter_demo",
-                "--data",
-                "demo-speech",
-                "--steps",
-                "1",
-                "--out",
-                str(tmp_path / "other"),
-                *tiny,
-                *init,
-                *other,
-            ]
-        )
-        == 2
-    )
+    assert one_step(tmp_path / "other", "--set", "prologue_channels=40") == 2
     assert "in the preset" in capsys.readouterr().err
 
     # beam search fused with a word LM, in evaluate and transcribe
