@@ -49,7 +49,7 @@ DEBIAN_DESCRIPTIONS = (
     "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_i18n_Translation-en.lz4"
 )
 BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
-ALPHAS, BETAS = (0.4, 0.7, 1.0), (0.5, 1.5, 3.0)
+ALPHAS, BETAS = (0.2, 0.4, 0.7, 1.0), (1.5, 3.0, 4.5)
 
 
 def text_stage(work: Path) -> list[Path]:

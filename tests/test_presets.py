@@ -409,3 +409,31 @@ def test_a_recognizer_preset_with_a_word_lm_transcribes_from_the_command_line(
     assert "the preset ships no word LM" in capsys.readouterr().err
     assert main(["transcribe", "--model", "jasper_demo:nothing", str(tmp_path / "dog.wav")]) == 2
     assert "nothing: not a preset of jasper_demo (its presets: demo)" in capsys.readouterr().err
+
+
+def test_the_shipped_english_preset_loads_offline_with_its_lm_and_transcribes_new_speech(
+    home, monkeypatch
+):
+    import random
+
+    from keras_s2s.data.audio import resample
+    from keras_s2s.data.espeak import synthesize
+    from keras_s2s.data.speech_demo import DemoSpeech
+    from keras_s2s.decoding.ctc_lm import LMDecoder
+    from keras_s2s.metrics import error_rates
+
+    monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
+    model = zoo.load("jasper_english", weights="english")
+    folder = zoo.preset_directory("jasper_english", "english")
+    tuned = json.loads((folder / "metadata.json").read_text())["lm"]
+    demo, rng = DemoSpeech(), random.Random(7)  # sentences it never trained on, random voices
+    texts, audio = [], []
+    for _ in range(16):
+        texts.append(demo.sentence(rng))
+        audio.append(resample(*synthesize(texts[-1], **demo.utterance_settings(rng)), 16000))
+    cer = error_rates(model.transcribe(audio), texts)["cer"]
+    assert cer < 40, f"the English preset's CER on 16 new sentences is {cer}% (26% when shipped)"
+    lm = LMDecoder(
+        model.vocabulary, folder / tuned["file"], alpha=tuned["alpha"], beta=tuned["beta"]
+    )
+    assert len(model.transcribe(audio[:2], lm=lm)) == 2
