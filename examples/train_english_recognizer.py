@@ -11,6 +11,8 @@ time budget, the card's `training.time_limit`, counts over restarts):
             the World English Bible (public domain), both from Debian packages:
               apt-get -o Acquire::Languages=en update
               apt-get install sword-text-web diatheke lz4
+            (examples/english_recognizer_setup.sh installs these, the MBROLA voices and the
+            unseen-voice synthesizers)
 2. corpus   every sentence spoken once by eSpeak NG (`keras-s2s speech-corpus`):
             every English voice x variant, 120-220 wpm, pitch and pitch range
 3. lm       a 3-gram Kneser-Ney word LM of the training transcripts only (trigrams seen twice)
