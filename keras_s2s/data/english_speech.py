@@ -32,6 +32,7 @@ Example:
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hashlib
 import json
@@ -72,6 +73,25 @@ class Rendition:
     words_per_minute: int
     pitch: int
     pitch_range: int | None  # None: the voice's own (MBROLA voices)
+
+
+@dataclasses.dataclass(frozen=True)
+class ShardJob:
+    """One shard to synthesize: `shards/NAME/` with its renditions, at `sample_rate`."""
+
+    shards: Path
+    name: str
+    renditions: list
+    sample_rate: int
+
+    @property
+    def folder(self) -> Path:
+        return self.shards / self.name
+
+    @property
+    def tmp(self) -> Path:
+        """Where the shard is written until it is whole."""
+        return self.shards / f".tmp-{self.name}"
 
 
 class EnglishSpeech:
@@ -221,9 +241,7 @@ class EnglishSpeech:
         if done:
             log.info("resuming %s: %d of %d utterances already synthesized", folder, done, total)
         bar = _Progress(total, done, sys.stderr.isatty() if progress is None else progress)
-        jobs = [
-            (folder / "shards", name, renditions, self.sample_rate) for name, _, renditions in todo
-        ]
+        jobs = [ShardJob(folder / "shards", name, rs, self.sample_rate) for name, _, rs in todo]
         _run_in_processes(jobs, workers, bar)
         bar.close()
         for split in SPLITS:
@@ -305,14 +323,13 @@ def _run_in_processes(jobs: list, workers: int, bar) -> None:
         while queue or running:
             while queue and len(running) < max(1, workers):
                 job, plain = queue.pop(0)
-                shards, name, renditions, sample_rate = job
-                job_file = shards / f".job-{name}.json"
+                job_file = job.shards / f".job-{job.name}.json"
                 payload = {
-                    "shards": str(shards),
-                    "name": name,
-                    "sample_rate": sample_rate,
+                    "shards": str(job.shards),
+                    "name": job.name,
+                    "sample_rate": job.sample_rate,
                     "plain": sorted(plain),
-                    "renditions": [dataclasses.asdict(r) for r in renditions],
+                    "renditions": [dataclasses.asdict(r) for r in job.renditions],
                 }
                 job_file.write_text(json.dumps(payload), encoding="utf-8")
                 command = [sys.executable, "-m", "keras_s2s.data.english_speech", str(job_file)]
@@ -323,12 +340,12 @@ def _run_in_processes(jobs: list, workers: int, bar) -> None:
                 process, job, plain, job_file = entry
                 job_file.unlink(missing_ok=True)
                 if process.returncode == 0:
-                    bar.advance(len(job[2]))
+                    bar.advance(len(job.renditions))
                 elif -process.returncode in CRASH_SIGNALS:
                     queue.insert(0, (job, plain | {_crashed_at(job, plain)}))
                 else:
                     raise CorpusError(
-                        f"{job[0] / job[1]}: synthesis stopped (exit code {process.returncode}); "
+                        f"{job.folder}: synthesis stopped (exit code {process.returncode}); "
                         "see the error above. Run the same command again to resume"
                     )
     finally:
@@ -338,13 +355,13 @@ def _run_in_processes(jobs: list, workers: int, bar) -> None:
             job_file.unlink(missing_ok=True)
 
 
-def _crashed_at(job, plain: frozenset) -> int:
+def _crashed_at(job: ShardJob, plain: frozenset) -> int:
     """The index of the utterance a crashed shard process was speaking: the first not written."""
-    shards, name, renditions, _ = job
-    index = len(list((shards / f".tmp-{name}").glob("*.flac")))
+    renditions = job.renditions
+    index = len(list(job.tmp.glob("*.flac")))
     if index in plain or index >= len(renditions):
         raise CorpusError(
-            f"{shards / name}: eSpeak NG crashed on utterance {index} even with the plain voice: "
+            f"{job.folder}: eSpeak NG crashed on utterance {index} even with the plain voice: "
             f"{renditions[min(index, len(renditions) - 1)]}"
         )
     log.warning(
@@ -353,27 +370,28 @@ def _crashed_at(job, plain: frozenset) -> int:
     return index
 
 
-def _synthesize_shard(job, plain: frozenset = frozenset()) -> int:
+def _synthesize_shard(job: ShardJob, plain: frozenset = frozenset()) -> int:
     """Speak one shard's renditions into `shards/.tmp-NAME`, then rename it to `shards/NAME`;
     the renditions at the indices in `plain` are spoken by `plain_rendition`."""
-    shards, name, renditions, sample_rate = job
     soundfile = require_audio_extra("soundfile")
-    tmp = shards / f".tmp-{name}"
+    tmp = job.tmp
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     try:
         rows = []
-        for index, rendition in enumerate(renditions):
+        for index, rendition in enumerate(job.renditions):
             if index in plain:
                 rendition = plain_rendition(rendition)
             samples, rate, rendition = speak(rendition)
-            samples = resample(samples, rate, sample_rate)
+            samples = resample(samples, rate, job.sample_rate)
             audio = f"{index:05d}.flac"
-            soundfile.write(str(tmp / audio), samples.clip(-1, 1), sample_rate, subtype="PCM_16")
+            soundfile.write(
+                str(tmp / audio), samples.clip(-1, 1), job.sample_rate, subtype="PCM_16"
+            )
             rows.append(
                 (
-                    f"shards/{name}/{audio}",
-                    len(samples) / sample_rate,
+                    f"shards/{job.name}/{audio}",
+                    len(samples) / job.sample_rate,
                     rendition.transcript,
                     rendition.voice,
                     rendition.words_per_minute,
@@ -382,19 +400,17 @@ def _synthesize_shard(job, plain: frozenset = frozenset()) -> int:
                 )
             )
         _write_shard(tmp / "shard.csv", rows)  # last: a shard without it is not finished
-        os.replace(tmp, shards / name)
+        os.replace(tmp, job.folder)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return len(renditions)
+    return len(job.renditions)
 
 
 SHARD_COLUMNS = ("wav_filename", "duration", "transcript", "voice", "wpm", "pitch", "pitch_range")
 
 
 def _write_shard(path: Path, rows: list) -> None:
-    import csv
-
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(SHARD_COLUMNS)
@@ -403,8 +419,6 @@ def _write_shard(path: Path, rows: list) -> None:
 
 def _read_shard(shard: Path) -> list[tuple[str, float, str]]:
     """(audio path relative to the corpus folder, seconds, transcript) of a finished shard."""
-    import csv
-
     with open(shard / "shard.csv", newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     return [(row["wav_filename"], float(row["duration"]), row["transcript"]) for row in rows]
@@ -412,8 +426,6 @@ def _read_shard(shard: Path) -> list[tuple[str, float, str]]:
 
 def voices_of(folder: str | Path, split: str = "test") -> dict[str, str]:
     """Audio path -> eSpeak NG voice of a built corpus's split (for per-voice scores)."""
-    import csv
-
     voices = {}
     for shard in sorted(Path(folder, "shards").glob(f"{split}-*/shard.csv")):
         with open(shard, newline="", encoding="utf-8") as handle:
@@ -454,9 +466,8 @@ def _main(job_file: str) -> None:
     """Synthesize the shard a job file describes (what `_run_in_processes` starts)."""
     job = json.loads(Path(job_file).read_text(encoding="utf-8"))
     renditions = [Rendition(**r) for r in job["renditions"]]
-    _synthesize_shard(
-        (Path(job["shards"]), job["name"], renditions, job["sample_rate"]), frozenset(job["plain"])
-    )
+    shard = ShardJob(Path(job["shards"]), job["name"], renditions, job["sample_rate"])
+    _synthesize_shard(shard, frozenset(job["plain"]))
 
 
 if __name__ == "__main__":

@@ -29,13 +29,7 @@ class SpeechSynthesisError(ValueError):
 
 class _Espeak:
     def __init__(self):
-        try:
-            import espeakng_loader
-        except ImportError:
-            raise SpeechSynthesisError(
-                'speech synthesis needs eSpeak NG: pip install "keras-s2s[audio]" '
-                "(it brings espeakng-loader)"
-            ) from None
+        espeakng_loader = _loader()
         self.lib = ctypes.CDLL(espeakng_loader.get_library_path())
         self.sample_rate = self.lib.espeak_Initialize(
             AUDIO_OUTPUT_SYNCHRONOUS, 0, espeakng_loader.get_data_path().encode(), 0
@@ -97,16 +91,22 @@ def synthesize(
     return samples.astype(np.float32) / 32768.0, _engine.sample_rate
 
 
-def _data_path():
+def _loader():
+    """The `espeakng_loader` module (libespeak-ng and its data), or how to install it."""
     try:
         import espeakng_loader
     except ImportError:
         raise SpeechSynthesisError(
-            'speech synthesis needs eSpeak NG: pip install "keras-s2s[audio]"'
+            'speech synthesis needs eSpeak NG: pip install "keras-s2s[audio]" '
+            "(it brings espeakng-loader)"
         ) from None
+    return espeakng_loader
+
+
+def _data_path():
     from pathlib import Path
 
-    return Path(espeakng_loader.get_data_path())
+    return Path(_loader().get_data_path())
 
 
 def english_voices() -> list[str]:
