@@ -2,6 +2,12 @@
 
 * feature extraction throughput: librosa + numpy vs our `tf.signal`
   extractor, eager and in a graph (as `tf.data` runs it), one utterance at a time;
+* what each training augmentation of a card (default: jasper_english's) costs
+  the input pipeline, alone and all together, beside the extraction itself;
+* with `--corpus DIR` (a `keras-s2s speech-corpus` folder): the card's training
+  step on real batches with its augmentations, without each costly one, and
+  without any, timed interleaved (on 2 cores the input pipeline and the model
+  share the CPU, so what augmentation costs shows in the step time);
 * training step time of DeepSpeech2, Wave2Letter+ and Jasper at their demo
   sizes, float32 vs mixed_bfloat16, timed interleaved, medians;
 * peak accelerator memory per configuration where TensorFlow reports it
@@ -9,12 +15,17 @@
 
     python benchmarks/bench_asr.py
     python benchmarks/bench_asr.py --models jasper --batch 8 --seconds 2
+    python benchmarks/bench_asr.py --augment-card jasper_english --models   # input side only
+    python benchmarks/bench_asr.py --models --corpus english/corpus \
+        --extra-augment '{"pitch_semitones": [-3, 3]}'                    # + steps on the corpus
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -24,6 +35,8 @@ import tensorflow as tf  # noqa: E402
 from benchlib import interleaved_step_times, median_seconds  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
+from keras_s2s.data.augment import augment_audio, augment_features, check_augment  # noqa: E402
+from keras_s2s.data.speech import load_speech_data  # noqa: E402
 from keras_s2s.data.speech_features import FeatureExtractor, librosa_features  # noqa: E402
 
 CARDS = {
@@ -46,6 +59,80 @@ def feature_throughput(clips: list[np.ndarray], repeats: int) -> dict:
     return {name: len(clips) / median_seconds(fn, repeats) for name, fn in runs.items()}
 
 
+def one_augmentation_each(settings: dict) -> dict[str, dict]:
+    """Each augmentation of a card's `data.augment` alone (a range with its probability)."""
+    groups = {
+        "speed": ("speed",),
+        "pitch": ("pitch_semitones",),
+        "vtlp": ("vtlp",),
+        "reverb": ("reverb_rt60", "reverb_probability"),
+        "band limit": ("band_limit_probability",),
+        "codec": ("codec_probability",),
+        "noise": ("noise_snr_db",),
+        "specaugment": ("freq_masks", "freq_mask_width", "time_masks", "time_mask_width"),
+    }
+    return {
+        name: {key: settings[key] for key in keys if key in settings}
+        for name, keys in groups.items()
+        if any(key in settings for key in keys)
+    }
+
+
+def augmentation_cost(clips: list[np.ndarray], settings: dict, repeats: int) -> dict:
+    """Utterances/s of extraction after no augmentation, each one alone, and all of them, each
+    traced as `tf.data` runs it."""
+    extractor = FeatureExtractor(kind="logmel", num_features=64)
+    variants = {"none (extraction only)": {}, **one_augmentation_each(settings), "all": settings}
+    rates = {}
+    for name, chosen in variants.items():
+        chosen = check_augment(dict(chosen))
+
+        def pipeline(audio, chosen=chosen):
+            features = extractor(augment_audio(audio, chosen) if chosen else audio, training=True)
+            return augment_features(features, chosen) if chosen else features
+
+        graph = tf.function(pipeline, input_signature=[tf.TensorSpec([None], tf.float32)])
+        graph(tf.constant(clips[0]))  # trace
+        run = lambda graph=graph: [graph(tf.constant(c)).numpy() for c in clips]  # noqa: E731
+        rates[name] = len(clips) / median_seconds(run, repeats)
+    return rates
+
+
+def corpus_step_times(card_name: str, corpus: str, settings: dict, steps: int, repeats: int):
+    """Median seconds per training step of the card on the corpus's batches with `settings`,
+    without each costly augmentation (pitch, VTLP), and without any; timed interleaved."""
+    card = zoo.get_card(card_name)
+    costly = {"pitch": ("pitch_semitones",), "vtlp": ("vtlp",)}
+    variants = {"all": settings}
+    for name, keys in costly.items():
+        if any(key in settings for key in keys):
+            variants[f"all but {name}"] = {k: v for k, v in settings.items() if k not in keys}
+    variants["none"] = {}
+    model = zoo.load(card_name)
+    batches = {}
+    for name, chosen in variants.items():
+        data = load_speech_data(
+            corpus,
+            features=card.data["features"],
+            batch_size=card.data["batch_size"],
+            max_duration=card.data["max_duration"],
+            num_valid=0,
+            num_test=0,
+            augment=chosen,
+            repeat=True,
+        )
+        batches[name] = iter(data.train)
+        model.train_on_batch(*next(batches[name]))  # trace this batch shape family
+    times = {name: [] for name in variants}
+    for _ in range(repeats):
+        for name, batch in batches.items():
+            start = time.perf_counter()
+            for _ in range(steps):
+                model.train_on_batch(*next(batch))
+            times[name].append((time.perf_counter() - start) / steps)
+    return {name: float(np.median(values)) for name, values in times.items()}
+
+
 def peak_memory_mb() -> float | None:
     if not tf.config.list_physical_devices("GPU"):
         return None
@@ -56,7 +143,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--models", nargs="+", default=list(CARDS), choices=list(CARDS))
+    parser.add_argument("--models", nargs="*", default=list(CARDS), choices=list(CARDS))
+    parser.add_argument("--augment-card", default="jasper_english",
+                        help="the card whose data.augment settings are timed")  # fmt: skip
+    parser.add_argument("--extra-augment", type=json.loads, default={},
+                        help="JSON settings added to the card's augmentation")  # fmt: skip
+    parser.add_argument("--corpus", help="a speech corpus folder: time the card's steps on it")
+    parser.add_argument("--corpus-steps", type=int, default=20, help="steps per timed stretch")
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each utterance")
     parser.add_argument("--steps", type=int, default=3)
@@ -68,6 +161,11 @@ def main() -> None:
         (0.1 * rng.normal(size=int(16000 * args.seconds))).astype("float32") for _ in range(32)
     ]
     features = feature_throughput(clips, args.repeats)
+    augment = {**zoo.get_card(args.augment_card).data.get("augment", {}), **args.extra_augment}
+    augmenting = augmentation_cost(clips, augment, args.repeats)
+    corpus_steps = args.corpus and corpus_step_times(
+        args.augment_card, args.corpus, augment, args.corpus_steps, args.repeats
+    )
 
     frames = int(args.seconds * 100) // 8 * 8
     inputs = {
@@ -103,6 +201,23 @@ def main() -> None:
         print(f"  {name:34s} {rate:8.1f} utterances/s")
     graph, reference = features["tf.signal (graph, as in tf.data)"], features["librosa + numpy"]
     print(f"  tf.signal in a graph / librosa: {graph / reference:.2f}x")
+    print(
+        f"\nTraining augmentation of {args.augment_card} (graph, utterances/s, cost vs extraction):"
+    )
+    plain = augmenting["none (extraction only)"]
+    for name, rate in augmenting.items():
+        print(f"  {name:34s} {rate:8.1f} utterances/s  {plain / rate:5.2f}x the time")
+    audio_per_second = plain and augmenting["all"] * args.seconds
+    print(f"  all together: {audio_per_second:.0f} s of audio per second of one core's time")
+    if corpus_steps:
+        print(
+            f"\nTraining steps of {args.augment_card} on {args.corpus}, median of {args.repeats} "
+            f"x {args.corpus_steps} interleaved steps:"
+        )
+        for name, seconds in corpus_steps.items():
+            print(f"  {name:34s} {seconds:6.3f} s/step  {corpus_steps['all'] / seconds:5.2f}x")
+    if not rows:
+        return
     print(
         f"\nTraining step: batch {args.batch} x {args.seconds:.0f} s ({frames} frames), "
         f"median of {args.repeats} x {args.steps} interleaved steps"

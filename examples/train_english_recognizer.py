@@ -51,7 +51,7 @@ DEBIAN_DESCRIPTIONS = (
     "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_i18n_Translation-en.lz4"
 )
 BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
-ALPHAS, BETAS = (0.2, 0.4, 0.7, 1.0), (1.5, 3.0, 4.5)
+ALPHAS, BETAS = (0.1, 0.2, 0.4, 0.7), (0.5, 1.5, 3.0)
 
 
 def text_stage(work: Path) -> list[Path]:
@@ -101,11 +101,14 @@ def tune_stage(model, corpus: Path, arpa: Path, work: Path, limit: int = 150) ->
     path = work / "lm" / "tuned.json"
     if path.is_file():
         return json.loads(path.read_text())
+    utterances = read_manifest(corpus / "valid.csv")[:limit]
+    frames = model.log_probabilities([u.path for u in utterances])  # once for the whole grid
+    references = [u.transcript for u in utterances]
     scores = []
     for alpha in ALPHAS:
         for beta in BETAS:
             decoder = LMDecoder(model.vocabulary, arpa, alpha=alpha, beta=beta, beam_width=16)
-            rates, _ = transcribe_split(model, corpus, "valid", lm=decoder, limit=limit)
+            rates = error_rates([decoder.decode_one(f) for f in frames], references)
             scores.append({"alpha": alpha, "beta": beta, "wer": rates["wer"]})
             print(f"valid alpha {alpha} beta {beta}: WER {rates['wer']:.2f}%")
     best = min(scores, key=lambda s: s["wer"])

@@ -15,7 +15,8 @@ sentences is the reference row. Every clip is transcribed greedily, by CTC
 beam search, by beam search fused with the word LM, and by pocketsphinx
 (its bundled US English acoustic model, LM and dictionary) on the same
 audio. WER and CER per voice go to OUT/results.json and a Markdown table to
-OUT/results.md. Synthesized audio is kept in OUT/audio and reused.
+OUT/results.md. Synthesized audio is kept in OUT/audio and pocketsphinx's
+transcripts in OUT/pocketsphinx (neither depends on the model): both are reused.
 """
 
 import argparse
@@ -83,6 +84,20 @@ def pocketsphinx_transcripts(paths: list[Path]) -> list[str]:
     return texts
 
 
+def peer_transcripts(paths: list[Path], cache: Path) -> list[str]:
+    """pocketsphinx's transcripts of `paths`, kept in `cache` (JSON) and reused while the clips
+    are the same ones."""
+    names = [str(path) for path in paths]
+    if cache.is_file():
+        saved = json.loads(cache.read_text())
+        if saved["paths"] == names:
+            return saved["texts"]
+    texts = pocketsphinx_transcripts(paths)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"paths": names, "texts": texts}, indent=1))
+    return texts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -135,7 +150,9 @@ def main() -> None:
             "greedy": model.transcribe(paths),
             "beam 8": model.transcribe(paths, beam_width=8),
             "beam 32 + LM": model.transcribe(paths, lm=lm),
-            "pocketsphinx": pocketsphinx_transcripts(paths),
+            "pocketsphinx": peer_transcripts(
+                paths, out / "pocketsphinx" / f"{voice.replace(' ', '_')}.json"
+            ),
         }
         results["voices"][voice] = {
             name: error_rates(texts, references) for name, texts in hypotheses.items()

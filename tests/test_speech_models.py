@@ -282,6 +282,11 @@ def test_a_tiny_jasper_learns_to_transcribe_what_it_hears(tmp_path):
     assert model.transcribe(audio) == texts
     decoder = LMDecoder(VOCAB, tmp_path / "lm.arpa", alpha=0.5, beta=1.0, beam_width=8)
     assert model.transcribe(audio, lm=decoder) == texts
+    # log-probabilities computed once decode to the same text; one row per clip, its own length
+    frames = model.log_probabilities(audio, batch_size=3)
+    assert [f.shape[1] for f in frames] == [VOCAB.vocab_size] * 4
+    assert len({len(f) for f in frames}) > 1
+    assert [decoder.decode_one(f) for f in frames] == texts
 
 
 @pytest.mark.parametrize("card", ["jasper_demo", "wave2letter_demo", "deepspeech2_demo"])

@@ -138,10 +138,7 @@ class LMDecoder:
 
     def decode(self, log_probabilities: np.ndarray, lengths) -> list[str]:
         """Text of each row of log-probabilities [B, T, classes], its first `lengths[b]` frames."""
-        return [
-            self.decode_one(np.asarray(row[:n], np.float64))
-            for row, n in zip(log_probabilities, lengths, strict=True)
-        ]
+        return [self.decode_one(row[:n]) for row, n in zip(log_probabilities, lengths, strict=True)]
 
     def _words(self, prefix: str) -> tuple[str, ...]:
         return tuple(prefix.split())
@@ -154,17 +151,20 @@ class LMDecoder:
         return self.alpha * self.scorer(words[-1], ("<s>", *words[:-1])) + self.beta
 
     def decode_one(self, frames: np.ndarray) -> str:
+        """Text of one utterance's log-probabilities [frames, classes]."""
+        frames = np.asarray(frames, np.float64)
         # prefix -> [ln p(prefix, ends in blank), ln p(prefix, ends in its last character), LM score]
         beams: dict[str, list[float]] = {"": [0.0, -math.inf, 0.0]}
         for frame in frames:
-            candidates = np.flatnonzero(frame >= min(self.prune, frame.max()))
+            chosen = np.flatnonzero(frame >= min(self.prune, frame.max()))
+            # plain Python numbers: the loop below runs per prefix and character
+            candidates = list(zip(chosen.tolist(), frame[chosen].tolist(), strict=True))
             new: dict[str, list[float]] = {}
             entry = functools.partial(_entry, new)
 
             for prefix, (blank, nonblank, lm) in beams.items():
                 total = _logsumexp(blank, nonblank)
-                for c in candidates:
-                    p = frame[c]
+                for c, p in candidates:
                     if c == 0:  # blank: the prefix stays
                         e = entry(prefix, lm)
                         e[0] = _logsumexp(e[0], total + p)

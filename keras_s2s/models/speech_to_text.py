@@ -184,18 +184,43 @@ class SpeechToText(ZooModel):
     ) -> list[str]:
         """Text of each audio file path (or float32 sample array at the extractor's rate);
         `lm`: an `LMDecoder` for beam search with a language model (its own beam width)."""
+        check_count("beam_width", beam_width)
+        results = []
+        for batch, lengths in self._feature_batches(audio, batch_size):
+            results += self.decode(batch, lengths, beam_width, lm)
+        return results
+
+    def log_probabilities(self, audio: list, batch_size: int = 16) -> list[np.ndarray]:
+        """Per-frame CTC log-probabilities [frames, classes] of each audio file path (or sample
+        array): compute once, then decode them many ways, e.g. to tune an LM's weights.
+
+        Example:
+            >>> frames = model.log_probabilities(["a.wav", "b.wav"])
+            >>> texts = [LMDecoder(model.vocabulary, "lm.arpa", alpha=0.3).decode_one(f) for f in frames]
+        """
+        if not self.built:
+            self.build()
+        rows = []
+        for batch, lengths in self._feature_batches(audio, batch_size):
+            log_probabilities, out_lengths = self._log_probabilities()(
+                tf.convert_to_tensor(batch, tf.float32), tf.convert_to_tensor(lengths, tf.int32)
+            )
+            rows += [row[:n] for row, n in zip(log_probabilities.numpy(), out_lengths.numpy())]
+        return rows
+
+    def _feature_batches(self, audio: list, batch_size: int):
+        """Padded feature batches [B, T, F] and their lengths, `batch_size` items at a time."""
         if self.extractor is None:
             raise ValueError(
                 "this model has no feature extractor; load it with zoo.load(..., extractor=...)"
             )
-        check_count("batch_size", batch_size), check_count("beam_width", beam_width)
+        check_count("batch_size", batch_size)
         # traced once: eager tf.signal is ~4x slower per utterance
         if "features" not in self._decoders:
             self._decoders["features"] = tf.function(
                 self.extractor.__call__, input_signature=[tf.TensorSpec([None], tf.float32)]
             )
         featurize = self._decoders["features"]
-        results = []
         for start in range(0, len(audio), batch_size):
             feats = []
             for item in audio[start : start + batch_size]:
@@ -210,8 +235,7 @@ class SpeechToText(ZooModel):
             batch = np.zeros((len(feats), width, self.num_features), np.float32)
             for row, f in enumerate(feats):
                 batch[row, : len(f)] = f
-            results += self.decode(batch, lengths, beam_width, lm)
-        return results
+            yield batch, lengths
 
     def get_config(self):
         config = {
