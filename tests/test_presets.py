@@ -432,7 +432,9 @@ def test_the_shipped_english_preset_loads_offline_with_its_lm_and_transcribes_ne
         texts.append(demo.sentence(rng))
         audio.append(resample(*synthesize(texts[-1], **demo.utterance_settings(rng)), 16000))
     cer = error_rates(model.transcribe(audio), texts)["cer"]
-    assert cer < 40, f"the English preset's CER on 16 new sentences is {cer}% (the first stage: 26%)"
+    assert cer < 40, (
+        f"the English preset's CER on 16 new sentences is {cer}% (the first stage: 26%)"
+    )
     lm = LMDecoder(
         model.vocabulary, folder / tuned["file"], alpha=tuned["alpha"], beta=tuned["beta"]
     )
