@@ -13,8 +13,9 @@ time budget, the card's `training.time_limit`, counts over restarts):
               apt-get install sword-text-web diatheke lz4
             (examples/english_recognizer_setup.sh installs these, the MBROLA voices and the
             unseen-voice synthesizers)
-2. corpus   every sentence spoken once by eSpeak NG (`keras-s2s speech-corpus`):
-            every English voice x variant, 120-220 wpm, pitch and pitch range
+2. corpus   every sentence spoken once (`keras-s2s speech-corpus`): by eSpeak NG (every
+            English voice x variant and the MBROLA voices, 120-220 wpm, pitch and pitch
+            range), a quarter of the training sentences by flite's kal, kal16, awb and rms
 3. lm       a 3-gram Kneser-Ney word LM of the training transcripts only (trigrams seen twice)
 4. train    `keras_s2s.train("jasper_english", ...)` in WORK/run (5 h of training, over restarts)
 5. tune     the LM weight and word bonus on the validation split
@@ -52,6 +53,9 @@ DEBIAN_DESCRIPTIONS = (
 )
 BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
 ALPHAS, BETAS = (0.1, 0.2, 0.4, 0.7), (0.5, 1.5, 3.0)
+# flite voices that speak a quarter of the training sentences; flite's slt (and every Festival and
+# Pico voice) is kept for examples/unseen_voice_check.py
+FLITE_VOICES, FLITE_SHARE = ["kal", "kal16", "awb", "rms"], 0.25
 
 
 def text_stage(work: Path) -> list[Path]:
@@ -180,9 +184,13 @@ def main() -> None:
         return
     sentences = list(speakable_sentences(sources))
     print(f"{len(sentences):,} speakable sentences")
-    corpus = EnglishSpeech(sentences, num_valid=500, num_test=500).build(
-        work / "corpus", workers=args.workers, progress=True
-    )
+    corpus = EnglishSpeech(
+        sentences,
+        num_valid=500,
+        num_test=500,
+        flite_voices=FLITE_VOICES,
+        flite_share=FLITE_SHARE,
+    ).build(work / "corpus", workers=args.workers, progress=True)
     if stop < STAGES.index("lm"):
         return
     arpa = lm_stage(corpus, work)

@@ -8,10 +8,11 @@
 
 The sentences are the first COUNT of the corpus's test split (never trained
 on, never in the LM). Each is spoken by four flite voices (kal16: diphones;
-awb, rms, slt: clustergen) and two Festival voices (ked: diphones; slt: HTS),
-and SVOX Pico's two English voices (en-US, en-GB), none of which the model
-heard; the corpus's own eSpeak NG audio of the same
-sentences is the reference row. Every clip is transcribed greedily, by CTC
+awb, rms, slt: clustergen), two Festival voices (ked: diphones; slt: HTS),
+and SVOX Pico's two English voices (en-US, en-GB); the corpus's own eSpeak NG
+audio of the same sentences is the reference row. A flite voice that speaks
+part of the corpus's training sentences (its corpus.json `flite_voices`) is
+marked "(trained voice)": the model heard that voice, not these sentences. Every clip is transcribed greedily, by CTC
 beam search, by beam search fused with the word LM, and by pocketsphinx
 (its bundled US English acoustic model, LM and dictionary) on the same
 audio. WER and CER per voice go to OUT/results.json and a Markdown table to
@@ -128,6 +129,8 @@ def main() -> None:
     held_out = read_manifest(Path(args.corpus) / "test.csv")[: args.count]
     references = [u.transcript for u in held_out]
     clips = {"espeak ng (seen synthesizer)": [u.path for u in held_out]}
+    settings = json.loads((Path(args.corpus) / "corpus.json").read_text())
+    trained = {f"flite {name}" for name in settings.get("flite_voices", [])}
     for voice in (*FLITE, *FESTIVAL, *PICO):
         folder = out / "audio" / voice.replace(" ", "_")
         folder.mkdir(parents=True, exist_ok=True)
@@ -154,11 +157,12 @@ def main() -> None:
                 paths, out / "pocketsphinx" / f"{voice.replace(' ', '_')}.json"
             ),
         }
-        results["voices"][voice] = {
+        label = f"{voice} (trained voice)" if voice in trained else voice
+        results["voices"][label] = {
             name: error_rates(texts, references) for name, texts in hypotheses.items()
         }
-        row = results["voices"][voice]
-        print(voice, "  ".join(f"{n}: WER {row[n]['wer']:.1f}%" for n in DECODERS), flush=True)
+        row = results["voices"][label]
+        print(label, "  ".join(f"{n}: WER {row[n]['wer']:.1f}%" for n in DECODERS), flush=True)
         (out / "transcripts").mkdir(exist_ok=True)
         (out / "transcripts" / f"{voice.replace(' ', '_')}.json").write_text(
             json.dumps({"references": references, **hypotheses}, indent=1)

@@ -212,6 +212,11 @@ def _parser() -> argparse.ArgumentParser:
     corpus.add_argument("--shard-size", type=COUNT, default=1000)
     corpus.add_argument("--workers", type=COUNT, default=1, help="synthesizing processes")
     corpus.add_argument("--seed", type=_count(0), default=0)
+    corpus.add_argument("--flite-voices", nargs="+", default=[], metavar="VOICE",
+                        help="flite voices (kal, kal16, awb, rms, slt) that speak --flite-share "
+                             "of the training sentences (Debian's flite)")  # fmt: skip
+    corpus.add_argument("--flite-share", type=float, default=0.0,
+                        help="share of training sentences spoken by flite (default 0)")  # fmt: skip
 
     lm = commands.add_parser("lm", help="estimate a word n-gram LM (ARPA) from transcripts or text")
     lm.add_argument("--text", nargs="+", required=True,
@@ -498,6 +503,8 @@ def _speech_corpus(args) -> None:
         num_test=args.num_test,
         seed=args.seed,
         shard_size=args.shard_size,
+        flite_voices=args.flite_voices,
+        flite_share=args.flite_share,
     )
     folder = corpus.build(args.out, workers=args.workers, progress=True)
     print(f"wrote {folder}: train.csv, valid.csv, test.csv")

@@ -99,6 +99,8 @@ def test_a_folder_with_another_corpus_or_other_files_is_refused(tmp_path):
         ({"words_per_minute": (220, 120)}, r"words_per_minute must be \[low, high\]"),
         ({"pitch": (0, 120)}, "within"),
         ({"mbrola_share": 1.5}, "mbrola_share must be a share"),
+        ({"flite_share": -0.1}, "flite_share must be a share"),
+        ({"flite_share": 0.5}, "flite_share needs flite_voices"),
     ],
 )
 def test_settings_that_make_no_sense_are_refused(change, message):
@@ -169,8 +171,97 @@ def test_the_speech_corpus_command_builds_a_corpus_and_names_bad_sources(tmp_pat
     assert "7 speakable sentences" in capsys.readouterr().out
     assert main([*args, "--num-test", "3", "--shard-size", "3"]) == 2, "another corpus's folder"
     assert "other settings (num_test)" in capsys.readouterr().err
+    assert main([*args, "--num-test", "2", "--flite-share", "0.5"]) == 2
+    assert "flite_share needs flite_voices" in capsys.readouterr().err
     assert main(["speech-corpus", "--text", str(tmp_path / "none.txt"), "--out", str(out)]) == 2
     assert "none.txt: text file not found" in capsys.readouterr().err
     (tmp_path / "fortunes").write_text("A fortune you will find today.")
     assert main(["speech-corpus", "--text", str(tmp_path / "fortunes"), "--out", str(out)]) == 2
     assert "kept for independent evaluation" in capsys.readouterr().err
+
+
+FAKE_FLITE = """\
+#!{python}
+# flite as far as the corpus builder uses it: -lv, and -voice V --setf K=V ... -f TEXT -o WAV
+# (a sine at int_f0_target_mean Hz lasting 0.5 s x duration_stretch; 'mumble' fails)
+import math, struct, sys, wave
+args = sys.argv[1:]
+if args == ["-lv"]:
+    print("Voices available: kal awb_time awb")
+    sys.exit(0)
+settings = dict(a.split("=") for a in args[args.index("--setf") + 1 :: 2] if "=" in a)
+text = open(args[args.index("-f") + 1]).read()
+if "mumble" in text:
+    sys.exit("flite: cannot say that")
+rate, seconds = 16000, 0.5 * float(settings["duration_stretch"])
+f0 = float(settings["int_f0_target_mean"])
+with wave.open(args[args.index("-o") + 1], "wb") as out:
+    out.setnchannels(1); out.setsampwidth(2); out.setframerate(rate)
+    out.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * f0 * i / rate)))
+                             for i in range(int(rate * seconds))))
+"""
+
+
+@pytest.fixture
+def fake_flite(tmp_path, monkeypatch):
+    """A `flite` command on PATH with the voices kal and awb (and the clock-only awb_time)."""
+    from keras_s2s.data import flite
+
+    folder = tmp_path / "bin"
+    folder.mkdir()
+    (folder / "flite").write_text(FAKE_FLITE.format(python=sys.executable))
+    (folder / "flite").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{__import__('os').environ['PATH']}")
+    flite._installed_voices.cache_clear()
+    yield folder
+    flite._installed_voices.cache_clear()
+
+
+def test_flite_speaks_at_the_drawn_rate_and_pitch_and_refuses_a_voice_it_lacks(fake_flite):
+    from keras_s2s.data.flite import FliteError, flite_voices, synthesize_flite
+
+    assert flite_voices() == ["awb", "kal"], "the clock-only awb_time is not a voice"
+    samples, rate = synthesize_flite("a red dog", "awb", words_per_minute=90, pitch=100)
+    assert rate == 16000 and len(samples) == 16000, "half flite's rate: twice as long"
+    spectrum = np.abs(np.fft.rfft(samples))
+    assert abs(np.argmax(spectrum) - 2 * 130) <= 2, "pitch 100 is an octave above awb's 130 Hz"
+    samples, _ = synthesize_flite("a red dog", "kal", words_per_minute=180, pitch=50)
+    assert len(samples) == 8000 and abs(np.argmax(np.abs(np.fft.rfft(samples))) / 0.5 - 95) <= 4
+    with pytest.raises(FliteError, match="no voice 'slt'; it has awb, kal"):
+        synthesize_flite("a red dog", "slt")
+    with pytest.raises(FliteError, match="produced no audio.*cannot say that"):
+        synthesize_flite("mumble", "kal")
+
+
+def test_flite_voices_speak_their_share_of_training_sentences_only(fake_flite, tmp_path):
+    from keras_s2s.data.english_speech import speak
+
+    plan = tiny(flite_voices=["kal", "awb"], flite_share=0.5).plan()
+    trained = [r.voice for r in plan["train"]]
+    assert 2 <= sum(v.startswith("flite-") for v in trained) <= 9
+    assert not [r for r in plan["test"] + plan["valid"] if r.voice.startswith("flite-")]
+    held_out = tiny().plan()
+    assert plan["test"] == held_out["test"] and plan["valid"] == held_out["valid"]
+    assert "flite_share" not in tiny().settings(), "corpora built before flite stay resumable"
+    with pytest.raises(ValueError, match=r"flite voices \['slt'\] are not installed"):
+        tiny(flite_voices=["slt"], flite_share=0.5)
+
+    _, _, spoken = speak(Rendition("mumble.", "mumble", "flite-kal", 160, 40, None))
+    assert spoken.voice == "en-US" and spoken.pitch_range == 50, "a failing flite call"
+    folder = tiny(flite_voices=["awb"], flite_share=1.0).build(tmp_path / "corpus", workers=2)
+    assert set(voices_of(folder, "train").values()) == {"flite-awb"}
+    assert not {v for v in voices_of(folder, "test").values() if v.startswith("flite")}
+    assert len(read_manifest(folder / "train.csv")) == 11
+    with pytest.raises(CorpusError, match=r"other settings \(flite_share\)"):
+        tiny(flite_voices=["awb"], flite_share=0.5).build(folder)
+
+
+def test_a_real_flite_voice_speaks_english():
+    from keras_s2s.data.flite import flite_voices, synthesize_flite
+
+    if "kal16" not in flite_voices():
+        pytest.skip("needs Debian's flite")
+    slow, rate = synthesize_flite("the red dog runs home", "kal16", words_per_minute=120)
+    fast, _ = synthesize_flite("the red dog runs home", "kal16", words_per_minute=220)
+    assert rate == 16000 and 0.6 < len(fast) / rate < len(slow) / rate < 4
+    assert np.abs(slow).max() > 0.05

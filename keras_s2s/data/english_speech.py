@@ -12,7 +12,11 @@ drawn from every English voice eSpeak NG offers:
   Swedish, ... diphone sets: `mb-de1-en`, ...), when Debian's `espeak-ng`,
   `mbrola` and `mbrola-*` packages are installed. Their diphones are cut
   from recordings of real people: the closest an offline corpus gets to
-  human voices.
+  human voices;
+- with probability `flite_share`, a training sentence is spoken by one of
+  `flite_voices` instead (Debian's `flite`: diphone and statistical voices,
+  see `flite.py`), another synthesizer's idea of a voice. Held-out sentences
+  stay eSpeak NG's, so their scores measure eSpeak speech.
 
 Held-out sentences (`test`, `valid`) never occur in training.
 
@@ -56,6 +60,8 @@ from keras_s2s.data.espeak import (
     voice_variants,
 )
 from keras_s2s.data.espeak import mbrola_voices as mbrola_voices_here
+from keras_s2s.data.flite import FliteError, synthesize_flite
+from keras_s2s.data.flite import flite_voices as flite_voices_here
 from keras_s2s.data.manifest import write_manifest
 from keras_s2s.files import atomic_write
 
@@ -72,7 +78,7 @@ class Rendition:
     voice: str
     words_per_minute: int
     pitch: int
-    pitch_range: int | None  # None: the voice's own (MBROLA voices)
+    pitch_range: int | None  # None: the voice's own (MBROLA and flite voices)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -109,6 +115,8 @@ class EnglishSpeech:
             and the plain voice plus every variant).
         mbrola_voices: MBROLA voices to draw from (default: every English one installed).
         mbrola_share: float. How often an MBROLA voice speaks (when there is one).
+        flite_voices: flite voices (`kal16`, `awb`, ...) that speak `flite_share` of the training
+            sentences (default: none).
     """
 
     def __init__(
@@ -126,6 +134,8 @@ class EnglishSpeech:
         variants: list[str] | None = None,
         mbrola_voices: list[str] | None = None,
         mbrola_share: float = 0.4,
+        flite_voices: list[str] | None = None,
+        flite_share: float = 0.0,
     ):
         transcripts = [t for _, t in sentences]
         if len(set(transcripts)) != len(transcripts):
@@ -138,8 +148,19 @@ class EnglishSpeech:
                 f"{len(sentences)} sentences leave none for training after {num_valid} valid and "
                 f"{num_test} test ones"
             )
-        if not 0 <= mbrola_share <= 1:
-            raise ValueError(f"mbrola_share must be a share in [0, 1], got {mbrola_share!r}")
+        for name, share in (("mbrola_share", mbrola_share), ("flite_share", flite_share)):
+            if not 0 <= share <= 1:
+                raise ValueError(f"{name} must be a share in [0, 1], got {share!r}")
+        self.flite_voices = list(flite_voices or [])
+        if flite_share and not self.flite_voices:
+            raise ValueError("flite_share needs flite_voices to draw from")
+        unknown = sorted(set(self.flite_voices) - set(flite_voices_here()))
+        if flite_share and unknown:
+            raise ValueError(
+                f"flite voices {unknown} are not installed (have: {flite_voices_here() or 'none'}; "
+                "apt-get install flite)"
+            )
+        self.flite_share = flite_share
         if not isinstance(shard_size, int) or shard_size < 1:
             raise ValueError(f"shard_size must be a count >= 1, got {shard_size!r}")
         for name, (low, high), limits in (
@@ -190,7 +211,11 @@ class EnglishSpeech:
             "mbrola_voices": self.mbrola_voices,
             "mbrola_share": self.mbrola_share,
             "version": 2,
-        }
+        } | (  # only when used: a corpus built before flite voices existed stays resumable
+            {"flite_voices": self.flite_voices, "flite_share": self.flite_share}
+            if self.flite_share
+            else {}
+        )
 
     def plan(self) -> dict[str, list[Rendition]]:
         """The renditions of each split, in order (the same for the same settings)."""
@@ -201,12 +226,20 @@ class EnglishSpeech:
         cut["valid"] = order[self.num_test : self.num_test + self.num_valid]
         cut["train"] = order[self.num_test + self.num_valid :]
         return {
-            split: [self._rendition(said, transcript, rng) for said, transcript in cut[split]]
+            split: [
+                self._rendition(said, transcript, rng, split == "train")
+                for said, transcript in cut[split]
+            ]
             for split in SPLITS
         }
 
-    def _rendition(self, said: str, transcript: str, rng: random.Random) -> Rendition:
+    def _rendition(
+        self, said: str, transcript: str, rng: random.Random, training: bool
+    ) -> Rendition:
         words_per_minute, pitch = rng.randint(*self.words_per_minute), rng.randint(*self.pitch)
+        if training and self.flite_share and rng.random() < self.flite_share:
+            voice = f"flite-{rng.choice(self.flite_voices)}"
+            return Rendition(said, transcript, voice, words_per_minute, pitch, None)
         if self.mbrola_share and rng.random() < self.mbrola_share:
             return Rendition(
                 said, transcript, rng.choice(self.mbrola_voices), words_per_minute, pitch, None
@@ -285,15 +318,27 @@ def plain_rendition(rendition: Rendition) -> Rendition:
     combinations, e.g. `en-US+rob` at pitch 20, range 90) or that an MBROLA voice cannot say
     (then by `en` for `mb-en1`, `en-US` for the others)."""
     voice = rendition.voice.split("+")[0]
-    if voice.startswith("mb-"):
+    if voice.startswith(("mb-", "flite-")):
         voice = "en" if voice == "mb-en1" else "en-US"
     return dataclasses.replace(rendition, voice=voice, pitch=50, pitch_range=50)
 
 
 def speak(rendition: Rendition):
     """(float32 samples, rate, the rendition spoken) of a rendition: MBROLA voices through Debian's
-    `espeak-ng` command, the others through the pip library; an MBROLA failure falls back to
-    `plain_rendition`."""
+    `espeak-ng` command, flite voices (`flite-awb`) through `flite`, the others through the pip
+    library; an MBROLA or flite failure falls back to `plain_rendition`."""
+    if rendition.voice.startswith("flite-"):
+        try:
+            samples, rate = synthesize_flite(
+                rendition.said,
+                rendition.voice[len("flite-") :],
+                rendition.words_per_minute,
+                rendition.pitch,
+            )
+            return samples, rate, rendition
+        except FliteError as error:
+            log.warning("%s; speaking it with the plain voice instead", error)
+            rendition = plain_rendition(rendition)
     if rendition.voice.startswith("mb-"):
         try:
             samples, rate = synthesize_mbrola(
