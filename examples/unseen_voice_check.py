@@ -12,12 +12,14 @@ awb, rms, slt: clustergen), two Festival voices (ked: diphones; slt: HTS),
 and SVOX Pico's two English voices (en-US, en-GB); the corpus's own eSpeak NG
 audio of the same sentences is the reference row. A flite voice that speaks
 part of the corpus's training sentences (its corpus.json `flite_voices`) is
-marked "(trained voice)": the model heard that voice, not these sentences. Every clip is transcribed greedily, by CTC
-beam search, by beam search fused with the word LM, and by pocketsphinx
-(its bundled US English acoustic model, LM and dictionary) on the same
-audio. WER and CER per voice go to OUT/results.json and a Markdown table to
-OUT/results.md. Synthesized audio is kept in OUT/audio and pocketsphinx's
-transcripts in OUT/pocketsphinx (neither depends on the model): both are reused.
+marked "(trained voice)": the model heard that voice, not these sentences.
+Every clip is transcribed greedily, by CTC beam search, by beam search fused
+with the word LM, and by pocketsphinx (its bundled US English acoustic
+model, LM and dictionary) on the same audio. WER and CER per voice go to
+OUT/results.json, a Markdown table to OUT/results.md and a bar chart of the
+WERs to OUT/results.png. Synthesized audio is kept in OUT/audio and
+pocketsphinx's transcripts in OUT/pocketsphinx (neither depends on the
+model): both are reused.
 """
 
 import argparse
@@ -34,6 +36,7 @@ from keras_s2s.data.audio import read_audio, write_wav
 from keras_s2s.data.manifest import read_manifest
 from keras_s2s.decoding.ctc_lm import LMDecoder
 from keras_s2s.metrics import error_rates
+from keras_s2s.plots import plot_grouped_bars
 
 FLITE = {"flite kal16": "kal16", "flite awb": "awb", "flite rms": "rms", "flite slt": "slt"}
 FESTIVAL = {"festival ked": "ked_diphone", "festival slt hts": "cmu_us_slt_arctic_hts"}
@@ -176,6 +179,10 @@ def main() -> None:
         cells = " | ".join(f"{row[n]['wer']:.1f}% / {row[n]['cer']:.1f}%" for n in DECODERS)
         lines.append(f"| {voice} | {cells} |")
     (out / "results.md").write_text("\n".join(lines) + "\n")
+    wers = {voice: {n: row[n]["wer"] for n in DECODERS} for voice, row in results["voices"].items()}
+    plot_grouped_bars(
+        wers, out / "results.png", "WER %", f"{args.model} on {len(held_out)} sentences"
+    )
     print("\n".join(lines))
 
 

@@ -1,10 +1,11 @@
-"""PNG plots people judge sequence models by: attention alignments and spectrograms.
+"""PNG plots people judge sequence models by: attention alignments, spectrograms, error rates.
 
 Uses matplotlib's non-interactive Agg backend; files are written atomically.
 
 Example:
     >>> plot_alignment(result["alignment"], "runs/tts/samples/0-alignment.png", title="the red dog")
     >>> plot_mels({"predicted": predicted, "target": target}, "runs/tts/samples/0-mel.png")
+    >>> plot_grouped_bars({"flite awb": {"greedy": 77.5, "beam + LM": 71.1}}, "wer.png", "WER %")
 """
 
 from __future__ import annotations
@@ -74,4 +75,26 @@ def plot_mels(mels: dict, path: str | Path, title: str = "") -> Path:
     axes[-1, 0].set_xlabel("frame")
     axes[0, 0].set_title(title[:90])
     figure.colorbar(image, ax=axes[:, 0].tolist())
+    return _save(figure, path)
+
+
+def plot_grouped_bars(
+    values: dict[str, dict[str, float]], path: str | Path, ylabel: str, title: str = ""
+) -> Path:
+    """Bars of `values[group][series]`, one cluster per group (e.g. per voice: WER by decoder);
+    a series missing from a group leaves a gap."""
+    if not values:
+        raise ValueError("plot_grouped_bars needs at least one group")
+    plt = _pyplot()
+    series = list(dict.fromkeys(name for row in values.values() for name in row))
+    width = 0.8 / len(series)
+    figure, axis = plt.subplots(figsize=(max(6.0, 0.25 * len(values) * len(series) + 2), 4))
+    for index, name in enumerate(series):
+        positions = [g + (index - (len(series) - 1) / 2) * width for g in range(len(values))]
+        heights = [row.get(name, np.nan) for row in values.values()]
+        axis.bar(positions, heights, width, label=name)
+    axis.set_xticks(range(len(values)), list(values), rotation=30, ha="right")
+    axis.set(ylabel=ylabel, title=title[:90])
+    axis.grid(axis="y", alpha=0.3)
+    axis.legend(fontsize="small")
     return _save(figure, path)
