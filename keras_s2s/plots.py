@@ -94,7 +94,8 @@ def plot_grouped_bars(
         heights = [row.get(name, np.nan) for row in values.values()]
         axis.bar(positions, heights, width, label=name)
     axis.set_xticks(range(len(values)), list(values), rotation=30, ha="right")
-    axis.set(ylabel=ylabel, title=title[:90])
+    axis.set_ylabel(ylabel)
+    axis.set_title(title[:90], pad=28)
     axis.grid(axis="y", alpha=0.3)
-    axis.legend(fontsize="small")
+    axis.legend(fontsize="small", ncols=len(series), loc="lower center", bbox_to_anchor=(0.5, 1))
     return _save(figure, path)
