@@ -60,8 +60,8 @@ from keras_s2s.data.espeak import (
     voice_variants,
 )
 from keras_s2s.data.espeak import mbrola_voices as mbrola_voices_here
-from keras_s2s.data.flite import FliteError, synthesize_flite
 from keras_s2s.data.flite import flite_voices as flite_voices_here
+from keras_s2s.data.flite import synthesize_flite
 from keras_s2s.data.manifest import write_manifest
 from keras_s2s.files import atomic_write
 
@@ -154,8 +154,8 @@ class EnglishSpeech:
         self.flite_voices = list(flite_voices or [])
         if flite_share and not self.flite_voices:
             raise ValueError("flite_share needs flite_voices to draw from")
-        unknown = sorted(set(self.flite_voices) - set(flite_voices_here()))
-        if flite_share and unknown:
+        unknown = sorted(set(self.flite_voices) - set(flite_voices_here())) if flite_share else []
+        if unknown:
             raise ValueError(
                 f"flite voices {unknown} are not installed (have: {flite_voices_here() or 'none'}; "
                 "apt-get install flite)"
@@ -327,25 +327,10 @@ def speak(rendition: Rendition):
     """(float32 samples, rate, the rendition spoken) of a rendition: MBROLA voices through Debian's
     `espeak-ng` command, flite voices (`flite-awb`) through `flite`, the others through the pip
     library; an MBROLA or flite failure falls back to `plain_rendition`."""
-    if rendition.voice.startswith("flite-"):
+    if rendition.voice.startswith(("mb-", "flite-")):
         try:
-            samples, rate = synthesize_flite(
-                rendition.said,
-                rendition.voice[len("flite-") :],
-                rendition.words_per_minute,
-                rendition.pitch,
-            )
-            return samples, rate, rendition
-        except FliteError as error:
-            log.warning("%s; speaking it with the plain voice instead", error)
-            rendition = plain_rendition(rendition)
-    if rendition.voice.startswith("mb-"):
-        try:
-            samples, rate = synthesize_mbrola(
-                rendition.said, rendition.voice, rendition.words_per_minute, rendition.pitch
-            )
-            return samples, rate, rendition
-        except SpeechSynthesisError as error:
+            return (*_speak_by_command(rendition), rendition)
+        except SpeechSynthesisError as error:  # FliteError is one
             log.warning("%s; speaking it with the plain voice instead", error)
             rendition = plain_rendition(rendition)
     samples, rate = synthesize(
@@ -356,6 +341,14 @@ def speak(rendition: Rendition):
         rendition.pitch_range,
     )
     return samples, rate, rendition
+
+
+def _speak_by_command(rendition: Rendition):
+    """(samples, rate) of an MBROLA or flite voice, through Debian's `espeak-ng` or `flite`."""
+    said, words_per_minute, pitch = rendition.said, rendition.words_per_minute, rendition.pitch
+    if rendition.voice.startswith("flite-"):
+        return synthesize_flite(said, rendition.voice[len("flite-") :], words_per_minute, pitch)
+    return synthesize_mbrola(said, rendition.voice, words_per_minute, pitch)
 
 
 def _run_in_processes(jobs: list, workers: int, bar) -> None:

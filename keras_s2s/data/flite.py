@@ -23,12 +23,14 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from keras_s2s.data.espeak import SpeechSynthesisError
+
 WORDS_PER_MINUTE = 180  # about flite's own rate (13-word sentences last 4.0-4.8 s)
 MEAN_F0 = {"kal": 95, "kal16": 95, "awb": 130, "rms": 100, "slt": 170}  # Hz, measured
 LIMITED_DOMAIN = {"awb_time"}  # speaks the time of day only
 
 
-class FliteError(RuntimeError):
+class FliteError(SpeechSynthesisError):
     """flite is missing, does not know a voice, or produced no audio."""
 
 
