@@ -15,7 +15,8 @@ time budget, the card's `training.time_limit`, counts over restarts):
             unseen-voice synthesizers)
 2. corpus   every sentence spoken once (`keras-s2s speech-corpus`): by eSpeak NG (every
             English voice x variant and the MBROLA voices, 120-220 wpm, pitch and pitch
-            range), a quarter of the training sentences by flite's kal, kal16, awb and rms
+            range), a quarter of the training sentences by flite's kal, kal16, awb and rms,
+            15% by Festival's diphone voices kal and rab
 3. lm       a 3-gram Kneser-Ney word LM of the training transcripts only (trigrams seen twice)
 4. train    `keras_s2s.train("jasper_english", ...)` in WORK/run (5 h of training, over restarts)
 5. tune     the LM weight and word bonus on the validation split
@@ -53,9 +54,10 @@ DEBIAN_DESCRIPTIONS = (
 )
 BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
 ALPHAS, BETAS = (0.1, 0.2, 0.4, 0.7), (0.5, 1.5, 3.0)
-# flite voices that speak a quarter of the training sentences; flite's slt (and every Festival and
-# Pico voice) is kept for examples/unseen_voice_check.py
+# flite and Festival voices that speak 25% and 15% of the training sentences; flite's slt,
+# Festival's ked and slt and the Pico voices are kept for examples/unseen_voice_check.py
 FLITE_VOICES, FLITE_SHARE = ["kal", "kal16", "awb", "rms"], 0.25
+FESTIVAL_VOICES, FESTIVAL_SHARE = ["kal_diphone", "rab_diphone"], 0.15
 
 
 def text_stage(work: Path) -> list[Path]:
@@ -190,6 +192,8 @@ def main() -> None:
         num_test=500,
         flite_voices=FLITE_VOICES,
         flite_share=FLITE_SHARE,
+        festival_voices=FESTIVAL_VOICES,
+        festival_share=FESTIVAL_SHARE,
     ).build(work / "corpus", workers=args.workers, progress=True)
     if stop < STAGES.index("lm"):
         return

@@ -217,6 +217,11 @@ def _parser() -> argparse.ArgumentParser:
                              "of the training sentences (Debian's flite)")  # fmt: skip
     corpus.add_argument("--flite-share", type=float, default=0.0,
                         help="share of training sentences spoken by flite (default 0)")  # fmt: skip
+    corpus.add_argument("--festival-voices", nargs="+", default=[], metavar="VOICE",
+                        help="Festival voices (kal_diphone, rab_diphone, ...) that speak "
+                             "--festival-share of the training sentences (Debian's festival)")  # fmt: skip
+    corpus.add_argument("--festival-share", type=float, default=0.0,
+                        help="share of training sentences spoken by Festival (default 0)")  # fmt: skip
 
     lm = commands.add_parser("lm", help="estimate a word n-gram LM (ARPA) from transcripts or text")
     lm.add_argument("--text", nargs="+", required=True,
@@ -505,6 +510,8 @@ def _speech_corpus(args) -> None:
         shard_size=args.shard_size,
         flite_voices=args.flite_voices,
         flite_share=args.flite_share,
+        festival_voices=args.festival_voices,
+        festival_share=args.festival_share,
     )
     folder = corpus.build(args.out, workers=args.workers, progress=True)
     print(f"wrote {folder}: train.csv, valid.csv, test.csv")

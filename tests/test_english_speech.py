@@ -23,10 +23,10 @@ SENTENCES = [
 ]
 
 
-def tiny(**kwargs):
+def tiny(sentences=SENTENCES, **kwargs):
     settings = dict(num_valid=2, num_test=3, shard_size=4, voices=["en-US", "en"], variants=["", "f2", "m3"],
                     mbrola_voices=[])  # fmt: skip
-    return EnglishSpeech(SENTENCES, **{**settings, **kwargs})
+    return EnglishSpeech(sentences, **{**settings, **kwargs})
 
 
 def test_every_english_voice_and_variant_is_offered():
@@ -101,6 +101,8 @@ def test_a_folder_with_another_corpus_or_other_files_is_refused(tmp_path):
         ({"mbrola_share": 1.5}, "mbrola_share must be a share"),
         ({"flite_share": -0.1}, "flite_share must be a share"),
         ({"flite_share": 0.5}, "flite_share needs flite_voices"),
+        ({"festival_share": 0.5}, "festival_share needs festival_voices"),
+        ({"festival_share": 0.7, "flite_share": 0.6}, "flite_share \\+ festival_share must be"),
     ],
 )
 def test_settings_that_make_no_sense_are_refused(change, message):
@@ -173,6 +175,9 @@ def test_the_speech_corpus_command_builds_a_corpus_and_names_bad_sources(tmp_pat
     assert "other settings (num_test)" in capsys.readouterr().err
     assert main([*args, "--num-test", "2", "--flite-share", "0.5"]) == 2
     assert "flite_share needs flite_voices" in capsys.readouterr().err
+    festival = ["--festival-voices", "no_such_voice", "--festival-share", "0.5"]
+    assert main([*args, "--num-test", "2", *festival]) == 2
+    assert "festival voices ['no_such_voice'] are not installed" in capsys.readouterr().err
     assert main(["speech-corpus", "--text", str(tmp_path / "none.txt"), "--out", str(out)]) == 2
     assert "none.txt: text file not found" in capsys.readouterr().err
     (tmp_path / "fortunes").write_text("A fortune you will find today.")
@@ -265,3 +270,126 @@ def test_a_real_flite_voice_speaks_english():
     fast, _ = synthesize_flite("the red dog runs home", "kal16", words_per_minute=220)
     assert rate == 16000 and 0.6 < len(fast) / rate < len(slow) / rate < 4
     assert np.abs(slow).max() > 0.05
+
+
+FAKE_FESTIVAL = """\
+#!{python}
+# festival as far as the corpus builder uses it: -b '(print (voice.list))', and -b SCRIPT of
+# (voice_V), Duration_Stretch, int_lr_params and utt.save.wave lines, each spoken as a sine at
+# target_f0_mean Hz lasting 0.5 s x Duration_Stretch ('mumble' stops the batch); logs each call
+import math, os, re, struct, sys, wave
+command = sys.argv[2]
+calls = open(os.environ["FAKE_FESTIVAL_CALLS"], "a")
+if command == "(print (voice.list))":
+    calls.write("voice.list\\n")
+    sys.exit(print("(kal_diphone rab_diphone)"))
+stretch, f0 = 1.0, 105.0
+for line in open(command).read().splitlines():
+    if match := re.match(r"[(]Parameter.set 'Duration_Stretch ([0-9.]+)[)]", line):
+        stretch = float(match[1])
+    if match := re.search(r"target_f0_mean ([0-9]+)", line):
+        f0 = float(match[1])
+    if match := re.match(r'[(]utt.save.wave [(]SynthText "((?:[^"\\\\]|\\\\.)*)"[)] "([^"]+)"', line):
+        text = re.sub(r"\\\\(.)", r"\\1", match[1])
+        calls.write(f"said {{text}}\\n")
+        if "mumble" in text:
+            sys.exit("SIOD ERROR: cannot say that")
+        rate, seconds = 16000, 0.5 * stretch
+        with wave.open(match[2], "wb") as out:
+            out.setnchannels(1); out.setsampwidth(2); out.setframerate(rate)
+            out.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * f0 * i / rate)))
+                                     for i in range(int(rate * seconds))))
+"""
+
+
+@pytest.fixture
+def fake_festival(tmp_path, monkeypatch):
+    """A `festival` command on PATH with the voices kal_diphone and rab_diphone; returns the file
+    that lists its calls (`voice.list`, `said TEXT`)."""
+    from keras_s2s.data import festival
+
+    folder, calls = tmp_path / "festival-bin", tmp_path / "festival-calls.txt"
+    folder.mkdir()
+    (folder / "festival").write_text(FAKE_FESTIVAL.format(python=sys.executable))
+    (folder / "festival").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:{__import__('os').environ['PATH']}")
+    monkeypatch.setenv("FAKE_FESTIVAL_CALLS", str(calls))
+    festival._installed_voices.cache_clear()
+    yield calls
+    festival._installed_voices.cache_clear()
+
+
+def _pitch(samples, rate=16000):
+    return np.argmax(np.abs(np.fft.rfft(samples))) * rate / len(samples)
+
+
+def test_festival_speaks_many_sentences_in_one_process_at_the_drawn_rate_and_pitch(fake_festival):
+    from keras_s2s.data.festival import FestivalError, festival_voices, synthesize_festival
+
+    assert festival_voices() == ["kal_diphone", "rab_diphone"]
+    said = 'he said "no" \\ twice'
+    (slow, rate), (plain, _) = synthesize_festival(
+        [(said, "rab_diphone", 90, 100), ("a red  dog", "kal_diphone", 180, 50)]
+    )
+    assert rate == 16000 and len(slow) == 16000 and len(plain) == 8000, (
+        "half the rate: twice as long"
+    )
+    assert abs(_pitch(slow) - 210) <= 2 and abs(_pitch(plain) - 105) <= 3, "pitch 100: an octave up"
+    calls = fake_festival.read_text().splitlines()
+    assert calls == ["voice.list", f"said {said}", "said a red dog"], "one process, quotes kept"
+    with pytest.raises(FestivalError, match="no voice 'ked_diphone'; it has kal_diphone, rab_"):
+        synthesize_festival([("a red dog", "ked_diphone", 180, 50)])
+    with pytest.raises(FestivalError, match="produced no audio for 'mumble'.*cannot say that"):
+        synthesize_festival(
+            [("a red dog", "kal_diphone", 180, 50), ("mumble", "kal_diphone", 180, 50)]
+        )
+
+
+def test_festival_voices_speak_their_share_of_training_sentences_one_process_a_shard(
+    fake_festival, tmp_path
+):
+    from keras_s2s.data.english_speech import speak
+
+    plan = tiny(festival_voices=["kal_diphone", "rab_diphone"], festival_share=0.5).plan()
+    trained = [r.voice for r in plan["train"]]
+    assert 2 <= sum(v.startswith("festival-") for v in trained) <= 9
+    held_out = tiny().plan()
+    assert plan["test"] == held_out["test"] and plan["valid"] == held_out["valid"]
+    assert "festival_share" not in tiny().settings(), "corpora built before Festival stay resumable"
+    with pytest.raises(ValueError, match=r"festival voices \['ked_diphone'\] are not installed"):
+        tiny(festival_voices=["ked_diphone"], festival_share=0.5)
+    _, _, spoken = speak(Rendition("mumble.", "mumble", "festival-kal_diphone", 160, 40, None))
+    assert spoken.voice == "en-US" and spoken.pitch_range == 50, "a failing Festival call"
+
+    mumbled = SENTENCES[:-1] + [("mumble on.", "mumble on")]
+    corpus = tiny(festival_voices=["rab_diphone"], festival_share=1.0, sentences=mumbled)
+    assert "mumble on" in {r.transcript for r in corpus.plan()["train"]}
+    fake_festival.write_text("")
+    folder = corpus.build(tmp_path / "corpus", workers=2)
+    spoken = {row["transcript"]: row["voice"] for row in _shard_rows(folder, "train")}
+    assert spoken.pop("mumble on") == "en-US", "the shard's batch failed: one at a time, then plain"
+    assert set(spoken.values()) == {"festival-rab_diphone"} and len(spoken) == 10
+    assert not {v for v in voices_of(folder, "test").values() if v.startswith("festival")}
+    calls = fake_festival.read_text().splitlines()
+    assert calls.count("said mumble on.") == 2, "in the shard's batch, then alone"
+
+
+def test_real_festival_voices_speak_english():
+    from keras_s2s.data.festival import festival_voices, synthesize_festival
+
+    if not {"kal_diphone", "rab_diphone"} <= set(festival_voices()):
+        pytest.skip("needs Debian's festival, festvox-kallpc16k and festvox-rablpc16k")
+    said = 'the "red" dog runs home'
+    (slow, rate), (fast, _) = synthesize_festival(
+        [(said, "rab_diphone", 120, 50), (said, "kal_diphone", 220, 50)]
+    )
+    assert rate == 16000 and 0.6 < len(fast) / rate < len(slow) / rate < 4
+    assert np.abs(slow).max() > 0.05
+
+
+def _shard_rows(folder, split):
+    return [
+        row
+        for shard in sorted((folder / "shards").glob(f"{split}-*/shard.csv"))
+        for row in csv.DictReader(open(shard, newline="", encoding="utf-8"))
+    ]

@@ -15,8 +15,11 @@ drawn from every English voice eSpeak NG offers:
   human voices;
 - with probability `flite_share`, a training sentence is spoken by one of
   `flite_voices` instead (Debian's `flite`: diphone and statistical voices,
-  see `flite.py`), another synthesizer's idea of a voice. Held-out sentences
-  stay eSpeak NG's, so their scores measure eSpeak speech.
+  see `flite.py`), another synthesizer's idea of a voice; with probability
+  `festival_share`, by one of `festival_voices` (Debian's `festival`: the
+  diphone voices `kal_diphone` and `rab_diphone`, see `festival.py`; a
+  shard's Festival sentences are spoken by one Festival process). Held-out
+  sentences stay eSpeak NG's, so their scores measure eSpeak speech.
 
 Held-out sentences (`test`, `valid`) never occur in training.
 
@@ -60,6 +63,8 @@ from keras_s2s.data.espeak import (
     voice_variants,
 )
 from keras_s2s.data.espeak import mbrola_voices as mbrola_voices_here
+from keras_s2s.data.festival import FestivalError, synthesize_festival
+from keras_s2s.data.festival import festival_voices as festival_voices_here
 from keras_s2s.data.flite import flite_voices as flite_voices_here
 from keras_s2s.data.flite import synthesize_flite
 from keras_s2s.data.manifest import write_manifest
@@ -78,7 +83,7 @@ class Rendition:
     voice: str
     words_per_minute: int
     pitch: int
-    pitch_range: int | None  # None: the voice's own (MBROLA and flite voices)
+    pitch_range: int | None  # None: the voice's own (MBROLA, flite and Festival voices)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,6 +122,8 @@ class EnglishSpeech:
         mbrola_share: float. How often an MBROLA voice speaks (when there is one).
         flite_voices: flite voices (`kal16`, `awb`, ...) that speak `flite_share` of the training
             sentences (default: none).
+        festival_voices: Festival voices (`kal_diphone`, `rab_diphone`, ...) that speak
+            `festival_share` of the training sentences (default: none).
     """
 
     def __init__(
@@ -136,6 +143,8 @@ class EnglishSpeech:
         mbrola_share: float = 0.4,
         flite_voices: list[str] | None = None,
         flite_share: float = 0.0,
+        festival_voices: list[str] | None = None,
+        festival_share: float = 0.0,
     ):
         transcripts = [t for _, t in sentences]
         if len(set(transcripts)) != len(transcripts):
@@ -148,19 +157,19 @@ class EnglishSpeech:
                 f"{len(sentences)} sentences leave none for training after {num_valid} valid and "
                 f"{num_test} test ones"
             )
-        for name, share in (("mbrola_share", mbrola_share), ("flite_share", flite_share)):
+        shares = (("mbrola_share", mbrola_share), ("flite_share", flite_share))
+        for name, share in (*shares, ("festival_share", festival_share)):
             if not 0 <= share <= 1:
                 raise ValueError(f"{name} must be a share in [0, 1], got {share!r}")
-        self.flite_voices = list(flite_voices or [])
-        if flite_share and not self.flite_voices:
-            raise ValueError("flite_share needs flite_voices to draw from")
-        unknown = sorted(set(self.flite_voices) - set(flite_voices_here())) if flite_share else []
-        if unknown:
+        if flite_share + festival_share > 1:
             raise ValueError(
-                f"flite voices {unknown} are not installed (have: {flite_voices_here() or 'none'}; "
-                "apt-get install flite)"
+                f"flite_share + festival_share must be at most 1, got {flite_share + festival_share}"
             )
-        self.flite_share = flite_share
+        self.flite_voices = _voices_to_draw("flite", flite_voices, flite_share, flite_voices_here)
+        self.festival_voices = _voices_to_draw(
+            "festival", festival_voices, festival_share, festival_voices_here
+        )
+        self.flite_share, self.festival_share = flite_share, festival_share
         if not isinstance(shard_size, int) or shard_size < 1:
             raise ValueError(f"shard_size must be a count >= 1, got {shard_size!r}")
         for name, (low, high), limits in (
@@ -195,7 +204,7 @@ class EnglishSpeech:
     def settings(self) -> dict:
         """What the corpus is a function of (stored in `corpus.json`, checked on resume)."""
         digest = hashlib.sha256("\n".join(t for _, t in self.sentences).encode()).hexdigest()
-        return {
+        settings = {
             "sentences": len(self.sentences),
             "sentences_sha256": digest,
             "num_valid": self.num_valid,
@@ -211,11 +220,12 @@ class EnglishSpeech:
             "mbrola_voices": self.mbrola_voices,
             "mbrola_share": self.mbrola_share,
             "version": 2,
-        } | (  # only when used: a corpus built before flite voices existed stays resumable
-            {"flite_voices": self.flite_voices, "flite_share": self.flite_share}
-            if self.flite_share
-            else {}
-        )
+        }
+        for engine in ("flite", "festival"):  # only when used: older corpora stay resumable
+            if getattr(self, f"{engine}_share"):
+                settings[f"{engine}_voices"] = getattr(self, f"{engine}_voices")
+                settings[f"{engine}_share"] = getattr(self, f"{engine}_share")
+        return settings
 
     def plan(self) -> dict[str, list[Rendition]]:
         """The renditions of each split, in order (the same for the same settings)."""
@@ -237,9 +247,14 @@ class EnglishSpeech:
         self, said: str, transcript: str, rng: random.Random, training: bool
     ) -> Rendition:
         words_per_minute, pitch = rng.randint(*self.words_per_minute), rng.randint(*self.pitch)
-        if training and self.flite_share and rng.random() < self.flite_share:
-            voice = f"flite-{rng.choice(self.flite_voices)}"
-            return Rendition(said, transcript, voice, words_per_minute, pitch, None)
+        if training and (self.flite_share or self.festival_share):
+            draw = rng.random()  # one draw picks flite, Festival or neither
+            if draw < self.flite_share:
+                voice = f"flite-{rng.choice(self.flite_voices)}"
+                return Rendition(said, transcript, voice, words_per_minute, pitch, None)
+            if draw < self.flite_share + self.festival_share:
+                voice = f"festival-{rng.choice(self.festival_voices)}"
+                return Rendition(said, transcript, voice, words_per_minute, pitch, None)
         if self.mbrola_share and rng.random() < self.mbrola_share:
             return Rendition(
                 said, transcript, rng.choice(self.mbrola_voices), words_per_minute, pitch, None
@@ -308,6 +323,24 @@ class EnglishSpeech:
         atomic_write(record, lambda path: path.write_text(json.dumps(settings, indent=1)))
 
 
+BY_COMMAND = ("mb-", "flite-", "festival-")  # voice prefixes of the synthesizers run as commands
+INSTALL = {"flite": "flite", "festival": "festival festvox-kallpc16k festvox-rablpc16k"}
+
+
+def _voices_to_draw(engine: str, voices, share: float, installed) -> list[str]:
+    """The `engine`'s voices a corpus draws from, checked against `installed()` when it uses them."""
+    voices = list(voices or [])
+    if share and not voices:
+        raise ValueError(f"{engine}_share needs {engine}_voices to draw from")
+    unknown = sorted(set(voices) - set(installed())) if share else []
+    if unknown:
+        raise ValueError(
+            f"{engine} voices {unknown} are not installed (have: {installed() or 'none'}; "
+            f"apt-get install {INSTALL[engine]})"
+        )
+    return voices
+
+
 # signals of a crash inside libespeak-ng (segmentation fault, bus error, abort, ...), not of a kill
 CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT, signal.SIGFPE)
 
@@ -318,19 +351,20 @@ def plain_rendition(rendition: Rendition) -> Rendition:
     combinations, e.g. `en-US+rob` at pitch 20, range 90) or that an MBROLA voice cannot say
     (then by `en` for `mb-en1`, `en-US` for the others)."""
     voice = rendition.voice.split("+")[0]
-    if voice.startswith(("mb-", "flite-")):
+    if voice.startswith(BY_COMMAND):
         voice = "en" if voice == "mb-en1" else "en-US"
     return dataclasses.replace(rendition, voice=voice, pitch=50, pitch_range=50)
 
 
 def speak(rendition: Rendition):
     """(float32 samples, rate, the rendition spoken) of a rendition: MBROLA voices through Debian's
-    `espeak-ng` command, flite voices (`flite-awb`) through `flite`, the others through the pip
-    library; an MBROLA or flite failure falls back to `plain_rendition`."""
-    if rendition.voice.startswith(("mb-", "flite-")):
+    `espeak-ng` command, flite voices (`flite-awb`) through `flite`, Festival voices
+    (`festival-rab_diphone`) through `festival`, the others through the pip library; an MBROLA,
+    flite or Festival failure falls back to `plain_rendition`."""
+    if rendition.voice.startswith(BY_COMMAND):
         try:
             return (*_speak_by_command(rendition), rendition)
-        except SpeechSynthesisError as error:  # FliteError is one
+        except SpeechSynthesisError as error:  # FliteError and FestivalError are ones
             log.warning("%s; speaking it with the plain voice instead", error)
             rendition = plain_rendition(rendition)
     samples, rate = synthesize(
@@ -344,11 +378,37 @@ def speak(rendition: Rendition):
 
 
 def _speak_by_command(rendition: Rendition):
-    """(samples, rate) of an MBROLA or flite voice, through Debian's `espeak-ng` or `flite`."""
+    """(samples, rate) of an MBROLA, flite or Festival voice, through Debian's `espeak-ng`, `flite`
+    or `festival`."""
     said, words_per_minute, pitch = rendition.said, rendition.words_per_minute, rendition.pitch
     if rendition.voice.startswith("flite-"):
         return synthesize_flite(said, rendition.voice[len("flite-") :], words_per_minute, pitch)
+    if rendition.voice.startswith("festival-"):
+        return synthesize_festival([_festival_request(rendition)])[0]
     return synthesize_mbrola(said, rendition.voice, words_per_minute, pitch)
+
+
+def _festival_request(rendition: Rendition) -> tuple[str, str, int, int]:
+    voice = rendition.voice[len("festival-") :]
+    return rendition.said, voice, rendition.words_per_minute, rendition.pitch
+
+
+def _spoken_by_festival(renditions: list[Rendition], plain: frozenset) -> dict[int, tuple]:
+    """Index -> (samples, rate) of a shard's Festival renditions, all spoken by one Festival process
+    (starting Festival takes longer than a sentence); empty when that fails, so that `speak` says
+    each alone (and falls back to the plain voice where Festival cannot)."""
+    chosen = {
+        index: _festival_request(rendition)
+        for index, rendition in enumerate(renditions)
+        if rendition.voice.startswith("festival-") and index not in plain
+    }
+    if not chosen:
+        return {}
+    try:
+        return dict(zip(chosen, synthesize_festival(list(chosen.values())), strict=True))
+    except FestivalError as error:
+        log.warning("%s; speaking the shard's Festival sentences one at a time", error)
+        return {}
 
 
 def _run_in_processes(jobs: list, workers: int, bar) -> None:
@@ -417,10 +477,14 @@ def _synthesize_shard(job: ShardJob, plain: frozenset = frozenset()) -> int:
     tmp.mkdir(parents=True)
     try:
         rows = []
+        festival = _spoken_by_festival(job.renditions, plain)
         for index, rendition in enumerate(job.renditions):
             if index in plain:
                 rendition = plain_rendition(rendition)
-            samples, rate, rendition = speak(rendition)
+            if index in festival:
+                samples, rate = festival.pop(index)
+            else:
+                samples, rate, rendition = speak(rendition)
             samples = resample(samples, rate, job.sample_rate)
             audio = f"{index:05d}.flac"
             soundfile.write(
