@@ -1,6 +1,7 @@
 """The open-vocabulary eSpeak NG corpus: splits, voices, shards, resuming, refusals, crashes."""
 
 import csv
+import os
 import subprocess
 import sys
 
@@ -207,19 +208,24 @@ with wave.open(args[args.index("-o") + 1], "wb") as out:
 """
 
 
+def _fake_command(folder, monkeypatch, name, script, module):
+    """Put the Python `script` on PATH as the command `name` in `folder` and yield the folder,
+    with `module`'s cache of installed voices cleared before and after."""
+    folder.mkdir()
+    (folder / name).write_text(script.format(python=sys.executable))
+    (folder / name).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    module._installed_voices.cache_clear()
+    yield folder
+    module._installed_voices.cache_clear()
+
+
 @pytest.fixture
 def fake_flite(tmp_path, monkeypatch):
     """A `flite` command on PATH with the voices kal and awb (and the clock-only awb_time)."""
     from keras_s2s.data import flite
 
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    (folder / "flite").write_text(FAKE_FLITE.format(python=sys.executable))
-    (folder / "flite").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}:{__import__('os').environ['PATH']}")
-    flite._installed_voices.cache_clear()
-    yield folder
-    flite._installed_voices.cache_clear()
+    yield from _fake_command(tmp_path / "bin", monkeypatch, "flite", FAKE_FLITE, flite)
 
 
 def test_flite_speaks_at_the_drawn_rate_and_pitch_and_refuses_a_voice_it_lacks(fake_flite):
@@ -308,15 +314,12 @@ def fake_festival(tmp_path, monkeypatch):
     that lists its calls (`voice.list`, `said TEXT`)."""
     from keras_s2s.data import festival
 
-    folder, calls = tmp_path / "festival-bin", tmp_path / "festival-calls.txt"
-    folder.mkdir()
-    (folder / "festival").write_text(FAKE_FESTIVAL.format(python=sys.executable))
-    (folder / "festival").chmod(0o755)
-    monkeypatch.setenv("PATH", f"{folder}:{__import__('os').environ['PATH']}")
+    calls = tmp_path / "festival-calls.txt"
     monkeypatch.setenv("FAKE_FESTIVAL_CALLS", str(calls))
-    festival._installed_voices.cache_clear()
-    yield calls
-    festival._installed_voices.cache_clear()
+    for _ in _fake_command(
+        tmp_path / "festival-bin", monkeypatch, "festival", FAKE_FESTIVAL, festival
+    ):
+        yield calls
 
 
 def _pitch(samples, rate=16000):
