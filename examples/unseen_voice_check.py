@@ -7,8 +7,15 @@
         --corpus english/corpus --count 100 --out english/unseen
 
 The sentences are the first COUNT of the corpus's test split (never trained
-on, never in the LM). Each is spoken by four flite voices (kal16: diphones;
-awb, rms, slt: clustergen), two Festival voices (ked: diphones; slt: HTS),
+on, never in the LM), or with --sentences FILE, COUNT speakable sentences of
+another text (drawn with a fixed seed; any also in the training transcripts
+are skipped): text from outside the corpus's sources, which neither the model
+nor the LM saw, e.g. The Devil's Dictionary (apt-get install dict-devil;
+zcat /usr/share/dictd/devil.dict.dz > devil.txt). Its reference row is then
+spoken by eSpeak NG's plain `en-us` and `en` voices in turn, at 170 wpm.
+
+Each sentence is spoken by four flite voices (kal16: diphones; awb, rms,
+slt: clustergen), two Festival voices (ked: diphones; slt: HTS),
 and SVOX Pico's two English voices (en-US, en-GB); the corpus's own eSpeak NG
 audio of the same sentences is the reference row. A flite voice that speaks
 part of the corpus's training sentences (its corpus.json `flite_voices`) is
@@ -24,6 +31,7 @@ model): both are reused.
 
 import argparse
 import json
+import random
 import shutil
 import subprocess
 import tempfile
@@ -32,7 +40,9 @@ from pathlib import Path
 import numpy as np
 
 import keras_s2s
-from keras_s2s.data.audio import read_audio, write_wav
+from keras_s2s.data.audio import read_audio, resample, write_wav
+from keras_s2s.data.english_text import speakable_sentences
+from keras_s2s.data.espeak import synthesize
 from keras_s2s.data.manifest import read_manifest
 from keras_s2s.decoding.ctc_lm import LMDecoder
 from keras_s2s.metrics import error_rates
@@ -71,6 +81,28 @@ def speak_with_festival(voice: str, texts: list[str], paths: list[Path]) -> None
         subprocess.run(["festival", "-b", str(script)], check=True, capture_output=True)
         for raw, path in zip(raws, paths, strict=True):
             write_wav(path, read_audio(raw, 16000), 16000)
+
+
+def sentences_of_text(path: str, count: int, corpus: Path) -> list[str]:
+    """`count` transcripts of the speakable sentences in `path`, shuffled with a fixed seed, none
+    of them a training transcript of `corpus`."""
+    trained = {u.transcript for u in read_manifest(corpus / "train.csv", check_files=False)}
+    transcripts = [t for _, t in speakable_sentences([path]) if t not in trained]
+    random.Random(0).shuffle(transcripts)
+    if len(transcripts) < count:
+        raise SystemExit(f"{path}: {len(transcripts)} new speakable sentences, fewer than {count}")
+    return transcripts[:count]
+
+
+def espeak_clips(texts: list[str], folder: Path) -> list[Path]:
+    """Each text spoken by eSpeak NG's plain `en-us` and `en` voices in turn (16 kHz WAV)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"{i:04d}.wav" for i in range(len(texts))]
+    for i, (text, path) in enumerate(zip(texts, paths, strict=True)):
+        if not path.is_file():
+            samples, rate = synthesize(text, ("en-us", "en")[i % 2], words_per_minute=170)
+            write_wav(path, resample(samples, rate, 16000), 16000)
+    return paths
 
 
 def pocketsphinx_transcripts(paths: list[Path]) -> list[str]:
@@ -116,6 +148,8 @@ def main() -> None:
     parser.add_argument("--beta", type=float, help="word bonus (default: as --alpha)")
     parser.add_argument("--corpus", required=True, help="the speech corpus folder (its test.csv)")
     parser.add_argument("--count", type=int, default=100, help="held-out sentences")
+    parser.add_argument("--sentences",
+                        help="a text file whose speakable sentences replace the test split's")  # fmt: skip
     parser.add_argument("--out", required=True)
     args = parser.parse_args()
     missing = [tool for tool in ("flite", "text2wave", "pico2wave") if shutil.which(tool) is None]
@@ -129,15 +163,19 @@ def main() -> None:
     beta = args.beta if args.beta is not None else tuned.get("beta", 1.0)
 
     out = Path(args.out)
-    held_out = read_manifest(Path(args.corpus) / "test.csv")[: args.count]
-    references = [u.transcript for u in held_out]
-    clips = {"espeak ng (seen synthesizer)": [u.path for u in held_out]}
+    if args.sentences:
+        references = sentences_of_text(args.sentences, args.count, Path(args.corpus))
+        espeak = espeak_clips(references, out / "audio" / "espeak_ng")
+    else:
+        held_out = read_manifest(Path(args.corpus) / "test.csv")[: args.count]
+        references, espeak = [u.transcript for u in held_out], [u.path for u in held_out]
+    clips = {"espeak ng (seen synthesizer)": espeak}
     settings = json.loads((Path(args.corpus) / "corpus.json").read_text())
     trained = {f"flite {name}" for name in settings.get("flite_voices", [])}
     for voice in (*FLITE, *FESTIVAL, *PICO):
         folder = out / "audio" / voice.replace(" ", "_")
         folder.mkdir(parents=True, exist_ok=True)
-        clips[voice] = [folder / f"{i:04d}.wav" for i in range(len(held_out))]
+        clips[voice] = [folder / f"{i:04d}.wav" for i in range(len(references))]
         todo = [(t, p) for t, p in zip(references, clips[voice], strict=True) if not p.is_file()]
         if todo and voice in FESTIVAL:
             speak_with_festival(voice, *map(list, zip(*todo, strict=True)))
@@ -150,7 +188,7 @@ def main() -> None:
         card, _, weights = args.model.partition(":")
         model = keras_s2s.zoo.load(card, weights=weights)
     lm = LMDecoder(model.vocabulary, args.lm, alpha=alpha, beta=beta, beam_width=32)
-    results = {"sentences": len(held_out), "alpha": alpha, "beta": beta, "voices": {}}
+    results = {"sentences": len(references), "alpha": alpha, "beta": beta, "voices": {}}
     for voice, paths in clips.items():
         hypotheses = {
             "greedy": model.transcribe(paths),
@@ -181,7 +219,7 @@ def main() -> None:
     (out / "results.md").write_text("\n".join(lines) + "\n")
     wers = {voice: {n: row[n]["wer"] for n in DECODERS} for voice, row in results["voices"].items()}
     plot_grouped_bars(
-        wers, out / "results.png", "WER %", f"{args.model} on {len(held_out)} sentences"
+        wers, out / "results.png", "WER %", f"{args.model} on {len(references)} sentences"
     )
     print("\n".join(lines))
 
