@@ -177,6 +177,9 @@ def main() -> None:
     parser.add_argument("--init-from",
                         help="start the run from these weights: a preset (english, a folder, an archive)"
                         " or a .weights.h5 checkpoint")  # fmt: skip
+    parser.add_argument("--learning-rate", type=float,
+                        help="peak learning rate (default: the card's 0.002; a stage that continues from"
+                        " trained weights can start lower, e.g. 0.0005)")  # fmt: skip
     args = parser.parse_args()
     work = Path(args.work)
     stop = STAGES.index(args.until)
@@ -203,6 +206,10 @@ def main() -> None:
     overrides = {"training.time_limit": args.time_limit} if args.time_limit else {}
     if args.init_from:
         overrides["training.init_from"] = args.init_from
+    if args.learning_rate is not None:
+        if not args.learning_rate > 0:
+            raise SystemExit(f"--learning-rate must be > 0, got {args.learning_rate}")
+        overrides["training.learning_rate"] = args.learning_rate
     if not (work / "run" / "preset").is_dir():  # else trained to the end earlier
         keras_s2s.train("jasper_english", data=str(corpus), out=work / "run", overrides=overrides)
     if stop < STAGES.index("tune"):
