@@ -87,11 +87,25 @@ def sentences_of_text(path: str, count: int, corpus: Path) -> list[str]:
     """`count` transcripts of the speakable sentences in `path`, shuffled with a fixed seed, none
     of them a training transcript of `corpus`."""
     trained = {u.transcript for u in read_manifest(corpus / "train.csv", check_files=False)}
-    transcripts = [t for _, t in speakable_sentences([path]) if t not in trained]
+    try:
+        transcripts = [t for _, t in speakable_sentences([path]) if t not in trained]
+    except (ValueError, FileNotFoundError) as error:  # a missing file, a reserved source
+        raise SystemExit(str(error)) from None
     random.Random(0).shuffle(transcripts)
     if len(transcripts) < count:
         raise SystemExit(f"{path}: {len(transcripts)} new speakable sentences, fewer than {count}")
     return transcripts[:count]
+
+
+def check_cached_sentences(record: Path, references: list[str]) -> None:
+    """Record the sentences whose audio OUT keeps; refuse an OUT that keeps other sentences' audio."""
+    if record.is_file() and json.loads(record.read_text()) != references:
+        raise SystemExit(
+            f"{record.parent} holds audio of other sentences (another --sentences, --count or "
+            "corpus): choose another --out"
+        )
+    record.parent.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(references, indent=1))
 
 
 def espeak_clips(texts: list[str], folder: Path) -> list[Path]:
@@ -165,10 +179,14 @@ def main() -> None:
     out = Path(args.out)
     if args.sentences:
         references = sentences_of_text(args.sentences, args.count, Path(args.corpus))
-        espeak = espeak_clips(references, out / "audio" / "espeak_ng")
     else:
         held_out = read_manifest(Path(args.corpus) / "test.csv")[: args.count]
-        references, espeak = [u.transcript for u in held_out], [u.path for u in held_out]
+        references = [u.transcript for u in held_out]
+    check_cached_sentences(out / "sentences.json", references)
+    if args.sentences:
+        espeak = espeak_clips(references, out / "audio" / "espeak_ng")
+    else:
+        espeak = [u.path for u in held_out]
     clips = {"espeak ng (seen synthesizer)": espeak}
     settings = json.loads((Path(args.corpus) / "corpus.json").read_text())
     trained = {f"flite {name}" for name in settings.get("flite_voices", [])}
