@@ -98,14 +98,17 @@ def sentences_of_text(path: str, count: int, corpus: Path) -> list[str]:
 
 
 def check_cached_sentences(record: Path, references: list[str]) -> None:
-    """Record the sentences whose audio OUT keeps; refuse an OUT that keeps other sentences' audio."""
-    if record.is_file() and json.loads(record.read_text()) != references:
+    """Record the sentences whose audio OUT keeps (clip i speaks sentence i); refuse an OUT whose
+    clips speak other sentences (a longer or shorter --count of the same ones is fine)."""
+    saved = json.loads(record.read_text()) if record.is_file() else []
+    shared = min(len(saved), len(references))
+    if saved[:shared] != references[:shared]:
         raise SystemExit(
-            f"{record.parent} holds audio of other sentences (another --sentences, --count or "
-            "corpus): choose another --out"
+            f"{record.parent} holds audio of other sentences (another --sentences or corpus): "
+            "choose another --out"
         )
     record.parent.mkdir(parents=True, exist_ok=True)
-    record.write_text(json.dumps(references, indent=1))
+    record.write_text(json.dumps(max(saved, references, key=len), indent=1))
 
 
 def espeak_clips(texts: list[str], folder: Path) -> list[Path]:
