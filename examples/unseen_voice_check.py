@@ -26,7 +26,8 @@ model, LM and dictionary) on the same audio. WER and CER per voice go to
 OUT/results.json, a Markdown table to OUT/results.md and a bar chart of the
 WERs to OUT/results.png. Synthesized audio is kept in OUT/audio and
 pocketsphinx's transcripts in OUT/pocketsphinx (neither depends on the
-model): both are reused.
+model): both are reused (OUT/sentences.json records which sentences they
+speak; an OUT that holds other sentences is refused).
 """
 
 import argparse
