@@ -181,6 +181,8 @@ def main() -> None:
                         help="peak learning rate (default: the card's 0.002; a stage that continues from"
                         " trained weights can start lower, e.g. 0.0005)")  # fmt: skip
     args = parser.parse_args()
+    if args.learning_rate is not None and not args.learning_rate > 0:  # before hours of corpus work
+        parser.error(f"--learning-rate must be > 0, got {args.learning_rate}")
     work = Path(args.work)
     stop = STAGES.index(args.until)
 
@@ -207,8 +209,6 @@ def main() -> None:
     if args.init_from:
         overrides["training.init_from"] = args.init_from
     if args.learning_rate is not None:
-        if not args.learning_rate > 0:
-            raise SystemExit(f"--learning-rate must be > 0, got {args.learning_rate}")
         overrides["training.learning_rate"] = args.learning_rate
     if not (work / "run" / "preset").is_dir():  # else trained to the end earlier
         keras_s2s.train("jasper_english", data=str(corpus), out=work / "run", overrides=overrides)
