@@ -11,22 +11,30 @@ time budget, the card's `training.time_limit`, counts over restarts):
             the World English Bible (public domain), both from Debian packages:
               apt-get -o Acquire::Languages=en update
               apt-get install sword-text-web diatheke lz4
+            and, for training only, of the Jargon File, FOLDOC and the King James Bible:
+              apt-get install dict-jargon dict-foldoc sword-text-kjv
             (examples/english_recognizer_setup.sh installs these, the MBROLA voices and the
             unseen-voice synthesizers)
 2. corpus   every sentence spoken once (`keras-s2s speech-corpus`): by eSpeak NG (every
             English voice x variant and the MBROLA voices, 120-220 wpm, pitch and pitch
             range), a quarter of the training sentences by flite's kal, kal16, awb and rms,
-            15% by Festival's diphone voices kal and rab
-3. lm       a 3-gram Kneser-Ney word LM of the training transcripts only (trigrams seen twice)
-4. train    `keras_s2s.train("jasper_english", ...)` in WORK/run (5 h of training, over restarts)
+            15% by Festival's diphone voices kal and rab -> WORK/corpus; the training-only
+            sentences (those not in WORK/corpus) 45% by flite, 30% by Festival, the rest by
+            eSpeak NG -> WORK/corpus-more; WORK/training trains on both and holds out
+            WORK/corpus's valid and test splits
+3. lm       a 3-gram Kneser-Ney word LM of WORK/corpus's training transcripts (trigrams seen twice)
+4. train    `keras_s2s.train("jasper_english", data="WORK/training", ...)` in WORK/run (5 h of
+            training, over restarts)
 5. tune     the LM weight and word bonus on the validation split
 6. evaluate greedy, beam and beam + LM on the held-out eSpeak test split -> WORK/results.json
 7. preset   WORK/jasper_english.tar.gz: float16 weights and the LM (lm.arpa.gz), with its sha256
 
-WordNet and fortune files are never read: they are kept for independent evaluation.
+WordNet, fortune and GCIDE (which carries WordNet's glosses) are never read: they are kept for
+independent evaluation.
 """
 
 import argparse
+import gzip
 import json
 import shutil
 import subprocess
@@ -35,9 +43,10 @@ from pathlib import Path
 import keras_s2s
 from keras_s2s.data.english_speech import EnglishSpeech
 from keras_s2s.data.english_text import speakable_sentences
-from keras_s2s.data.manifest import read_manifest
+from keras_s2s.data.manifest import combine_corpora, read_manifest
 from keras_s2s.decoding.ctc_lm import LMDecoder
 from keras_s2s.decoding.ngram_lm import KneserNeyLM
+from keras_s2s.files import atomic_write
 from keras_s2s.metrics import error_rates
 from keras_s2s.presets import (
     load_preset,
@@ -53,35 +62,67 @@ DEBIAN_DESCRIPTIONS = (
     "/var/lib/apt/lists/deb.debian.org_debian_dists_bookworm_main_i18n_Translation-en.lz4"
 )
 BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
+KJV_MODULE = "engKJV2006eb"  # the King James Version, Debian package sword-text-kjv
 ALPHAS, BETAS = (0.1, 0.2, 0.4, 0.7), (0.5, 1.5, 3.0)
 # flite and Festival voices that speak 25% and 15% of the training sentences; flite's slt,
 # Festival's ked and slt and the Pico voices are kept for examples/unseen_voice_check.py
 FLITE_VOICES, FLITE_SHARE = ["kal", "kal16", "awb", "rms"], 0.25
 FESTIVAL_VOICES, FESTIVAL_SHARE = ["kal_diphone", "rab_diphone"], 0.15
+# the training-only sentences are spoken mostly by the other synthesizers: more of their words
+MORE_FLITE_SHARE, MORE_FESTIVAL_SHARE = 0.45, 0.30
 
 
-def text_stage(work: Path) -> list[Path]:
-    """The two source texts as files under WORK/text (extracted once)."""
+def text_stage(work: Path) -> tuple[list[Path], list[Path]]:
+    """The source texts as files under WORK/text (extracted once): the corpus's (Debian's package
+    descriptions, the World English Bible) and the training-only ones (Jargon File, FOLDOC, KJV)."""
     folder = work / "text"
     folder.mkdir(parents=True, exist_ok=True)
-    descriptions, bible = folder / "bookworm_Translation-en", folder / "world_english_bible.txt"
-    if not descriptions.is_file():
-        if not Path(DEBIAN_DESCRIPTIONS).is_file():
-            raise SystemExit(
-                f"{DEBIAN_DESCRIPTIONS} not found: run apt-get -o Acquire::Languages=en update"
-            )
-        data = subprocess.run(["lz4cat", DEBIAN_DESCRIPTIONS], capture_output=True, check=True)
-        descriptions.write_bytes(data.stdout)
-    if not bible.is_file():
-        if shutil.which("diatheke") is None:
-            raise SystemExit("diatheke not found: run apt-get install sword-text-web diatheke")
-        verses = subprocess.run(
-            ["diatheke", "-b", BIBLE_MODULE, "-k", "Gen 1:1-Rev 22:21"],
-            capture_output=True,
-            check=True,
+    corpus_texts = [
+        _extracted(folder / "bookworm_Translation-en", _debian_descriptions),
+        _extracted(folder / "world_english_bible.txt", lambda: _bible(BIBLE_MODULE)),
+    ]
+    training_texts = [
+        _extracted(folder / "jargon_file.txt", lambda: _dictionary("jargon")),
+        _extracted(folder / "foldoc.txt", lambda: _dictionary("foldoc")),
+        _extracted(folder / "king_james_bible.txt", lambda: _bible(KJV_MODULE)),
+    ]
+    return corpus_texts, training_texts
+
+
+def _extracted(path: Path, read) -> Path:
+    """`path`, written from `read()` (bytes) unless it is there; never half-written."""
+    if not path.is_file():
+        data = read()
+        atomic_write(path, lambda tmp: tmp.write_bytes(data))
+    return path
+
+
+def _debian_descriptions() -> bytes:
+    if not Path(DEBIAN_DESCRIPTIONS).is_file():
+        raise SystemExit(
+            f"{DEBIAN_DESCRIPTIONS} not found: run apt-get -o Acquire::Languages=en update"
         )
-        bible.write_bytes(verses.stdout)
-    return [descriptions, bible]
+    return subprocess.run(["lz4cat", DEBIAN_DESCRIPTIONS], capture_output=True, check=True).stdout
+
+
+def _bible(module: str) -> bytes:
+    package = {BIBLE_MODULE: "sword-text-web", KJV_MODULE: "sword-text-kjv"}[module]
+    if shutil.which("diatheke") is None:
+        raise SystemExit(f"diatheke not found: run apt-get install {package} diatheke")
+    verses = subprocess.run(
+        ["diatheke", "-b", module, "-k", "Gen 1:1-Rev 22:21"], capture_output=True, check=True
+    ).stdout
+    if not verses.strip():
+        raise SystemExit(f"diatheke printed no verses of {module}: run apt-get install {package}")
+    return verses
+
+
+def _dictionary(name: str) -> bytes:
+    """The text of a dictd dictionary (Debian's dict-NAME), its headwords and entries as written."""
+    path = Path(f"/usr/share/dictd/{name}.dict.dz")
+    if not path.is_file():
+        raise SystemExit(f"{path} not found: run apt-get install dict-{name}")
+    return gzip.decompress(path.read_bytes())  # dictzip is gzip with an index
 
 
 def lm_stage(corpus: Path, work: Path) -> Path:
@@ -186,10 +227,10 @@ def main() -> None:
     work = Path(args.work)
     stop = STAGES.index(args.until)
 
-    sources = text_stage(work)
+    corpus_texts, training_texts = text_stage(work)
     if stop < STAGES.index("corpus"):
         return
-    sentences = list(speakable_sentences(sources))
+    sentences = list(speakable_sentences(corpus_texts))
     print(f"{len(sentences):,} speakable sentences")
     corpus = EnglishSpeech(
         sentences,
@@ -200,6 +241,20 @@ def main() -> None:
         festival_voices=FESTIVAL_VOICES,
         festival_share=FESTIVAL_SHARE,
     ).build(work / "corpus", workers=args.workers, progress=True)
+    known = {transcript for _, transcript in sentences}
+    more = [pair for pair in speakable_sentences(training_texts) if pair[1] not in known]
+    print(f"{len(more):,} more speakable sentences, for training only")
+    more_speech = EnglishSpeech(
+        more,
+        num_valid=0,
+        num_test=0,
+        seed=1,
+        flite_voices=FLITE_VOICES,
+        flite_share=MORE_FLITE_SHARE,
+        festival_voices=FESTIVAL_VOICES,
+        festival_share=MORE_FESTIVAL_SHARE,
+    ).build(work / "corpus-more", workers=args.workers, progress=True)
+    training = combine_corpora(work / "training", corpus, [more_speech])
     if stop < STAGES.index("lm"):
         return
     arpa = lm_stage(corpus, work)
@@ -211,7 +266,7 @@ def main() -> None:
     if args.learning_rate is not None:
         overrides["training.learning_rate"] = args.learning_rate
     if not (work / "run" / "preset").is_dir():  # else trained to the end earlier
-        keras_s2s.train("jasper_english", data=str(corpus), out=work / "run", overrides=overrides)
+        keras_s2s.train("jasper_english", data=str(training), out=work / "run", overrides=overrides)
     if stop < STAGES.index("tune"):
         return
     model = keras_s2s.load_model(work / "run")

@@ -48,9 +48,10 @@ def test_debian_descriptions_are_read_once_and_reserved_sources_refused(tmp_path
     assert transcripts == ["this tool copies three files to a new folder", "it is fast",
                            "install libfoo dev for the headers"]  # fmt: skip
     # the second package's copy of the description is not read again; the address sentence is dropped
-    (tmp_path / "wordnet.txt").write_text("A sentence of words here.\n")
-    with pytest.raises(ValueError, match="kept for independent evaluation"):
-        list(speakable_sentences([tmp_path / "wordnet.txt"]))
+    for reserved in ("wordnet.txt", "gcide.txt"):  # GCIDE carries WordNet's glosses
+        (tmp_path / reserved).write_text("A sentence of words here.\n")
+        with pytest.raises(ValueError, match="kept for independent evaluation"):
+            list(speakable_sentences([tmp_path / reserved]))
     with pytest.raises(FileNotFoundError, match="text file not found"):
         list(speakable_sentences([tmp_path / "missing.txt"]))
 

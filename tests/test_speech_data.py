@@ -6,7 +6,7 @@ import tensorflow as tf
 
 from keras_s2s.data.audio import AudioError, read_audio, write_wav
 from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import read_manifest
+from keras_s2s.data.manifest import combine_corpora, read_manifest, write_manifest
 from keras_s2s.data.speech_features import FeatureExtractor, librosa_features
 
 
@@ -88,6 +88,41 @@ def test_manifests_in_several_dialects_and_their_errors(tmp_path):
     (tmp_path / "empty.csv").write_text("")
     with pytest.raises(CorpusError, match="the manifest is empty"):
         read_manifest(tmp_path / "empty.csv")
+
+
+def _corpus(folder, splits):
+    """A corpus folder: `splits` maps a split to its transcripts, one short tone each."""
+    folder.mkdir()
+    for split, transcripts in splits.items():
+        rows = []
+        for number, transcript in enumerate(transcripts):
+            name = f"{split}-{number}.wav"
+            write_wav(folder / name, tone(0.1), 16000)
+            rows.append((name, 0.1, transcript))
+        write_manifest(folder / f"{split}.csv", rows)
+    return folder
+
+
+def test_combined_corpora_train_on_more_and_hold_out_the_first_ones_splits(tmp_path):
+    main = _corpus(tmp_path / "main", {"train": ["a b", "c d"], "valid": ["e f"], "test": ["g h"]})
+    more = _corpus(tmp_path / "more", {"train": ["i j"], "valid": ["k l"]})
+    combined = combine_corpora(tmp_path / "both", main, [more])
+    train = read_manifest(combined / "train.csv")
+    assert [u.transcript for u in train] == ["a b", "c d", "i j"]
+    assert train[2].path.resolve() == (more / "train-0.wav").resolve()
+    # relative paths: the folders move together
+    assert "../more/train-0.wav" in (combined / "train.csv").read_text()
+    assert [u.transcript for u in read_manifest(combined / "valid.csv")] == ["e f"]  # not more's
+    assert [u.transcript for u in read_manifest(combined / "test.csv")] == ["g h"]
+
+    leaky = _corpus(tmp_path / "leaky", {"train": ["x y", "g h"]})
+    with pytest.raises(
+        CorpusError, match=r"1 training utterance\(s\) say what a held-out one .* 'g h'"
+    ):
+        combine_corpora(tmp_path / "bad", main, [leaky])
+    assert not (tmp_path / "bad").exists()  # nothing written
+    with pytest.raises(CorpusError, match=r"nowhere.train\.csv: file not found"):
+        combine_corpora(tmp_path / "bad", main, [tmp_path / "nowhere"])
 
 
 def test_demo_speech_is_synthesized_once_deterministic_and_held_out(tmp_path):

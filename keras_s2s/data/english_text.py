@@ -9,7 +9,8 @@ and each sentence is kept only if a listener could say what it spells:
 ("GTK", "OpenGL") or letter-digit mixes ("mp3") are dropped.
 
 WordNet and the fortune-cookie databases are kept for independent
-evaluation: a path inside either is refused.
+evaluation: a path inside either is refused, and so is GCIDE (Debian's
+dict-gcide), which carries WordNet's glosses.
 
 Example:
     >>> speakable("The 3 files are copied to a new folder.")
@@ -28,7 +29,8 @@ from keras_s2s.data.characters import normalize_transcript
 from keras_s2s.data.text_normalization import normalize_text
 
 MIN_WORDS, MAX_WORDS = 3, 25
-RESERVED_SOURCES = ("wordnet", "fortune")  # kept out of training and tests: independent evaluation
+# kept out of training and tests for independent evaluation; GCIDE holds WordNet's glosses
+RESERVED_SOURCES = ("wordnet", "fortune", "gcide")
 # a full stop after these does not end a sentence
 ABBREVIATIONS = {"mr", "mrs", "ms", "dr", "st", "vs", "etc", "e.g", "i.e", "no", "jr", "sr", "prof"}
 _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")

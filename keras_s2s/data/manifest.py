@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import os
 from pathlib import Path
 
 from keras_s2s.data.corpus import CorpusError, read_lines
+from keras_s2s.files import atomic_write
 
 AUDIO_COLUMNS = ("wav_filename", "audio_filepath", "path", "audio", "file")
 TEXT_COLUMNS = ("transcript", "text", "sentence")
@@ -136,10 +138,46 @@ def _check_found(where: Path, missing: list[str]) -> None:
         raise CorpusError(f"{where}: {len(missing)} audio file(s) not found ({shown})")
 
 
-def write_manifest(path: str | Path, utterances: list[tuple[str, float, str]]) -> None:
-    """Write an OpenSeq2Seq-style CSV (wav_filename, duration, transcript); paths relative to `path`."""
+def write_manifest(path: str | Path, utterances: list[tuple[str, float | None, str]]) -> None:
+    """Write an OpenSeq2Seq-style CSV (wav_filename, duration, transcript); paths relative to `path`.
+
+    A duration of None is left blank (readers measure the audio)."""
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["wav_filename", "duration", "transcript"])
         for audio, duration, transcript in utterances:
-            writer.writerow([audio, f"{duration:.3f}", transcript])
+            writer.writerow([audio, "" if duration is None else f"{duration:.3f}", transcript])
+
+
+def combine_corpora(
+    folder: str | Path, corpus: str | Path, extra_training: list[str | Path]
+) -> Path:
+    """Manifests in `folder` that train on more speech against the same yardstick; return `folder`.
+
+    `train.csv` lists the training utterances of `corpus` and of every folder in
+    `extra_training`; `valid.csv` and `test.csv` are `corpus`'s alone. Only the
+    manifests are written: their paths point into the other folders. A
+    held-out transcript that is also a training one is an error (it would leak).
+
+    Example:
+        >>> combine_corpora("data/combined", "data/english", ["data/english-more"])
+    """
+    folder, corpus = Path(folder), Path(corpus)
+    splits = {split: read_manifest(corpus / f"{split}.csv") for split in ("valid", "test")}
+    splits["train"] = [
+        u
+        for source in (corpus, *map(Path, extra_training))
+        for u in read_manifest(source / "train.csv")
+    ]
+    held_out = {u.transcript: u for split in ("valid", "test") for u in splits[split]}
+    leaks = [u for u in splits["train"] if u.transcript in held_out]
+    if leaks:
+        raise CorpusError(
+            f"{len(leaks)} training utterance(s) say what a held-out one of {corpus} says, e.g. "
+            f"{leaks[0].path} and {held_out[leaks[0].transcript].path}: {leaks[0].transcript!r}"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    for split, utterances in splits.items():
+        rows = [(os.path.relpath(u.path, folder), None, u.transcript) for u in utterances]
+        atomic_write(folder / f"{split}.csv", lambda path, rows=rows: write_manifest(path, rows))
+    return folder
