@@ -139,7 +139,16 @@ def _parser() -> argparse.ArgumentParser:
         help="BLEU/chrF (translation), WER/CER (speech) or alignment and "
         "mel distances (synthesis) on held-out data",
     )
-    evaluate.add_argument("--model", required=True, help="run directory written by `train`")
+    evaluate.add_argument(
+        "--model",
+        required=True,
+        help="run directory written by `train`, or a zoo preset NAME:PRESET (jasper_english:english)",
+    )
+    evaluate.add_argument(
+        "--out",
+        help="write transcripts or translations and eval JSON here (default: the run directory; "
+        "for a preset, nothing is written without it)",
+    )
     evaluate.add_argument(
         "--data", nargs="+", help="evaluate on the test split of this data instead"
     )
@@ -427,19 +436,9 @@ def _load_for(task: str, run_dir: str):
     from keras_s2s import tasks, zoo
     from keras_s2s.training.runner import load_model
 
-    preset = _zoo_preset(run_dir)
+    preset = zoo.split_preset(run_dir)
     model = zoo.load(preset[0], weights=preset[1]) if preset else load_model(run_dir)
     return tasks.get(task).require(model, run_dir)
-
-
-def _zoo_preset(source: str) -> tuple[str, str] | None:
-    """(zoo name, preset) for `NAME:PRESET` when NAME is a zoo model and no such path exists."""
-    from keras_s2s.cards import list_models
-
-    name, colon, preset = source.partition(":")
-    if colon and preset and not os.path.exists(source) and name in list_models():
-        return name, preset
-    return None
 
 
 def _lm_settings(args) -> tuple[str | None, float, float]:
@@ -451,7 +450,7 @@ def _lm_settings(args) -> tuple[str | None, float, float]:
         from keras_s2s import zoo
         from keras_s2s.presets import read_metadata
 
-        preset = _zoo_preset(args.model)
+        preset = zoo.split_preset(args.model)
         if preset is None:
             raise ValueError("--lm preset needs --model NAME:PRESET, a zoo preset that ships an LM")
         folder = zoo.preset_directory(*preset)
@@ -673,6 +672,7 @@ def main(argv: list[str] | None = None) -> int:
                 lm=lm,
                 alpha=alpha,
                 beta=beta,
+                out=args.out,
             )
         elif args.command == "lm":
             _estimate_lm(args)

@@ -165,6 +165,20 @@ def _preset_source(card: Card, weights: str) -> tuple[str, str | None]:
     return weights, None
 
 
+def split_preset(source: str) -> tuple[str, str] | None:
+    """(zoo name, preset) when `source` reads `NAME:PRESET` with NAME a zoo model and no file or
+    folder of that name exists; else None (a run directory).
+
+    Example:
+        >>> split_preset("jasper_english:english")
+        ('jasper_english', 'english')
+    """
+    name, colon, preset = str(source).partition(":")
+    if colon and preset and not Path(source).exists() and name in list_models():
+        return name, preset
+    return None
+
+
 def preset_directory(name: str, weights: str) -> Path:
     """The unpacked folder of preset `weights` of zoo model `name` (downloaded and verified once):
     where files that ship beside the model are, such as a recognizer's word LM (`lm.arpa.gz`).

@@ -10,6 +10,7 @@ import threading
 import zipfile
 from pathlib import Path
 
+import keras
 import numpy as np
 import pytest
 
@@ -75,6 +76,9 @@ def home(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def preset(tmp_path_factory, demo_data):
+    # untrained: its logits are close, so a fixed seed keeps the float16 round trip's argmax the same
+    # whichever tests ran before in this process
+    keras.utils.set_random_seed(1)
     model = zoo.load(
         "gnmt", tokenizer=demo_data.tokenizer, num_layers=2, units=16, precision="float32"
     )
@@ -409,6 +413,46 @@ def test_a_recognizer_preset_with_a_word_lm_transcribes_from_the_command_line(
     assert "the preset ships no word LM" in capsys.readouterr().err
     assert main(["transcribe", "--model", "jasper_demo:nothing", str(tmp_path / "dog.wav")]) == 2
     assert "nothing: not a preset of jasper_demo (its presets: demo)" in capsys.readouterr().err
+
+
+def test_a_zoo_preset_is_evaluated_on_a_corpus_with_its_word_lm(
+    home, monkeypatch, tmp_path, capsys
+):
+    import shutil
+
+    from keras_s2s.cli import main
+    from keras_s2s.data.manifest import read_manifest
+    from keras_s2s.data.speech_demo import DemoSpeech
+    from keras_s2s.decoding.ngram_lm import KneserNeyLM
+
+    monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
+    corpus = DemoSpeech(num_train=0, num_valid=0, num_test=12, seed=99).prepare(root=tmp_path)
+    transcripts = [u.transcript for u in read_manifest(corpus / "test.csv")]
+    folder = tmp_path / "with_lm"
+    shutil.copytree(zoo.preset_directory("jasper_demo", "demo"), folder)
+    KneserNeyLM.estimate(transcripts, order=2).write_arpa(folder / "lm.arpa.gz")
+    metadata = json.loads((folder / "metadata.json").read_text())
+    (folder / "metadata.json").write_text(
+        json.dumps({**metadata, "lm": {"alpha": 0.4, "beta": 1.5}})
+    )
+    args = ["evaluate", "--model", f"jasper_demo:{folder}", "--data", str(corpus)]
+    assert (
+        main([*args, "--lm", "preset", "--beam-width", "8", "--out", str(tmp_path / "eval")]) == 0
+    )
+    scores = json.loads((tmp_path / "eval" / "eval-beam8.json").read_text())
+    assert scores["lm"] == str(folder / "lm.arpa.gz") and (scores["alpha"], scores["beta"]) == (
+        0.4,
+        1.5,
+    )
+    assert scores["utterances"] == 12 and scores["wer"] < 10
+    assert len((tmp_path / "eval" / "transcripts-beam8.txt").read_text().splitlines()) == 12
+    capsys.readouterr()
+    before = sorted(p.name for p in folder.iterdir())
+    assert main(args) == 0, "greedy, printed only: nothing is written into the preset"
+    assert "held-out WER" in capsys.readouterr().out
+    assert sorted(p.name for p in folder.iterdir()) == before
+    assert main(["evaluate", "--model", "jasper_demo:nothing", "--data", str(corpus)]) == 2
+    assert "nothing: not a preset of jasper_demo" in capsys.readouterr().err
 
 
 def test_the_shipped_english_preset_loads_offline_with_its_lm_and_transcribes_new_speech(

@@ -134,6 +134,21 @@ def read_speech_splits(
     return _cut_held_out(train, valid, test, num_train, num_valid, num_test, seed)
 
 
+def read_test_split(source: str, **splits) -> list:
+    """The test utterances of a speech source: a folder's own `test.csv` (or `.tsv`), which needs no
+    training manifest beside it, else the split `read_speech_splits(source, **splits)` cuts.
+
+    Example:
+        >>> len(read_test_split("english/corpus"))
+        500
+    """
+    path = Path(source)
+    test_file = _manifest_in(path, ("test",)) if path.is_dir() else None
+    if test_file is not None:
+        return read_manifest(test_file)
+    return read_speech_splits(source, **splits)[2]
+
+
 def _cut_held_out(train, valid, test, num_train, num_valid, num_test, seed):
     """Cut missing valid/test splits (at most 10% each) from the shuffled training utterances; cap them."""
     if not valid or not test:  # cut what is missing from the shuffled training utterances

@@ -155,12 +155,13 @@ def audio_model_arguments(extractor, vocabulary, features_argument: str) -> dict
 
 
 def speech_test_split(card, data: str | None):
-    """The test utterances of a speech card's corpus (or of `data`), split as training split it."""
-    from keras_s2s.data.speech import read_speech_splits
+    """The test utterances of a speech card's corpus (or of `data`): its test manifest, or the split
+    training cut."""
+    from keras_s2s.data.speech import read_test_split
 
     splits = {
         key: card.data[key]
         for key in ("num_train", "num_valid", "num_test", "seed")
         if key in card.data
     }
-    return read_speech_splits(data or card.data["source"], **splits)[2]
+    return read_test_split(data or card.data["source"], **splits)

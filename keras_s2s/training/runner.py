@@ -398,16 +398,33 @@ def evaluate_run(
     lm: str | None = None,
     alpha: float = 0.5,
     beta: float = 1.0,
+    out: str | Path | None = None,
 ) -> dict:
     """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU, WER or
     the synthesis checks (attention focus, mel distances). `lm`, `alpha`, `beta`: a speech
-    recognizer's beam search fused with that ARPA word LM."""
-    run_dir = Path(run_dir)
-    card = zoo.get_card(str(run_dir / "card.yaml"))
+    recognizer's beam search fused with that ARPA word LM.
+
+    `run_dir` may also be a zoo preset `NAME:PRESET`, scored on its card's corpus or on `data`.
+    The transcripts (or translations) and eval JSON go to `out`: by default the run directory;
+    for a preset, nowhere unless `out` is given.
+
+    Example:
+        >>> evaluate_run("jasper_english:english", data="english/corpus", out="eval")["wer"]
+    """
+    preset = zoo.split_preset(str(run_dir))
+    if preset:
+        card, model = zoo.get_card(preset[0]), zoo.load(preset[0], weights=preset[1])
+    else:
+        run_dir = Path(run_dir)
+        card, model = zoo.get_card(str(run_dir / "card.yaml")), load_model(run_dir)
+        out = run_dir if out is None else out
+    if out is not None:
+        out = Path(out)
+        out.mkdir(parents=True, exist_ok=True)
     return tasks.for_card(card).evaluate_run(
-        load_model(run_dir),
+        model,
         card,
-        run_dir,
+        out,
         data,
         beam_width=beam_width,
         length_penalty=length_penalty,
