@@ -57,8 +57,10 @@ def test_a_translation_saved_model_translates_strings_like_the_python_api(
     card, sizes, demo_data, tmp_path
 ):
     keras.utils.set_random_seed(1)
+    # 3 steps of training leave near-ties between beams; past a dozen tokens of its repetitive
+    # output the served graph's float sums have once broken one the other way (CI, a loaded CPU)
     model = zoo.load(
-        card, tokenizer=demo_data.tokenizer, precision="float32", decode_max_length=30, **sizes
+        card, tokenizer=demo_data.tokenizer, precision="float32", decode_max_length=12, **sizes
     )
     model.fit(demo_data.train, steps_per_epoch=3, epochs=1, verbose=0)
     export_saved_model(model, tmp_path / "served", beam_width=2)
