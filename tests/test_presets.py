@@ -453,6 +453,8 @@ def test_a_zoo_preset_is_evaluated_on_a_corpus_with_its_word_lm(
     assert sorted(p.name for p in folder.iterdir()) == before
     assert main(["evaluate", "--model", "jasper_demo:nothing", "--data", str(corpus)]) == 2
     assert "nothing: not a preset of jasper_demo" in capsys.readouterr().err
+    assert main([*args, "--out", str(folder / "metadata.json")]) == 2
+    assert "metadata.json: is a file; --out names a folder" in capsys.readouterr().err
 
 
 def test_the_shipped_english_preset_loads_offline_with_its_lm_and_transcribes_new_speech(

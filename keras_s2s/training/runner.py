@@ -411,6 +411,8 @@ def evaluate_run(
     Example:
         >>> evaluate_run("jasper_english:english", data="english/corpus", out="eval")["wer"]
     """
+    if out is not None and Path(out).exists() and not Path(out).is_dir():
+        raise ValueError(f"{out}: is a file; --out names a folder for the transcripts and scores")
     preset = zoo.split_preset(str(run_dir))
     if preset:
         card, model = zoo.get_card(preset[0]), zoo.load(preset[0], weights=preset[1])
