@@ -44,19 +44,11 @@ import numpy as np  # noqa: E402
 import optrace  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from benchlib import matmul_gflops  # noqa: E402
-from flops import TEXT, training_flops  # noqa: E402
+from flops import training_flops  # noqa: E402
+from synthetic import ARCHITECTURES, add_batch_arguments, synthetic_batch  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
 
-ARCHITECTURES = {  # architecture -> (demo card, full card)
-    "gnmt": ("gnmt_demo", "gnmt"),
-    "transformer": ("transformer_demo", "transformer"),
-    "convs2s": ("convs2s_demo", "convs2s"),
-    "deepspeech2": ("deepspeech2_demo", "deepspeech2"),
-    "wave2letter": ("wave2letter_demo", "wave2letter"),
-    "jasper": ("jasper_demo", "jasper"),
-    "tacotron2": ("tacotron2_demo", "tacotron2"),
-}
 POLICIES = ("float32", "mixed_bfloat16")
 PEAK_DTYPE = {"float32": "float32", "mixed_bfloat16": "bfloat16"}
 CLASS_ORDER = (
@@ -73,58 +65,6 @@ CLASS_ORDER = (
     "other",
 )
 TOP_SCOPES = 8  # element-wise scopes listed per row
-
-
-def add_batch_arguments(parser) -> None:
-    """The options that shape `synthetic_batch` (shared with bench_levers.py)."""
-    parser.add_argument(
-        "--models", nargs="+", default=list(ARCHITECTURES), choices=list(ARCHITECTURES)
-    )
-    parser.add_argument("--length", type=int, default=24, help="tokens per sentence (text)")
-    parser.add_argument(
-        "--seconds", type=float, default=3.0, help="audio per utterance (speech recognition)"
-    )
-    parser.add_argument(
-        "--tts-seconds", type=float, default=2.0, help="audio per utterance (speech synthesis)"
-    )
-    parser.add_argument("--characters", type=int, default=40, help="characters per sentence (TTS)")
-    parser.add_argument("--steps", type=int, default=4, help="timed steps per repeat (demo sizes)")
-    parser.add_argument("--repeats", type=int, default=3)
-
-
-def synthetic_batch(architecture: str, model, batch: int, args, rng):
-    """(inputs, labels, shape for the FLOP count, work units per step, unit name)."""
-    if architecture in TEXT:
-        ids = rng.integers(4, model.vocab_size, (batch, args.length)).astype("int32")
-        return (
-            {"source": ids, "target_in": ids},
-            ids,
-            {"batch": batch, "length": args.length},
-            batch * args.length,
-            "tokens",
-        )
-    if architecture == "tacotron2":
-        r = model.reduction_factor
-        frames = int(args.tts_seconds * 80) // r * r
-        mel = rng.normal(-4.0, 2.0, (batch, frames, model.num_mels)).astype("float32")
-        text = rng.integers(1, model.vocabulary.vocab_size, (batch, args.characters)).astype(
-            "int32"
-        )
-        inputs = {"text": text, "mel": mel, "mel_lengths": np.full(batch, frames, "int32")}
-        return (
-            inputs,
-            mel,
-            {"batch": batch, "frames": frames, "characters": args.characters},
-            batch * frames,
-            "frames",
-        )
-    frames = int(args.seconds * 100) // 8 * 8
-    inputs = {
-        "features": rng.normal(size=(batch, frames, model.num_features)).astype("float32"),
-        "feature_lengths": np.full(batch, frames, "int32"),
-    }
-    labels = rng.integers(1, 29, (batch, int(args.seconds * 12))).astype("int32")
-    return inputs, labels, {"batch": batch, "frames": frames}, batch * frames, "frames"
 
 
 class StepTimer(keras.callbacks.Callback):

@@ -17,8 +17,9 @@ Example:
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
+
+from keras_s2s.backend import is_tensorflow, tf
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -109,16 +110,25 @@ class GradientAccumulation:
     """
 
     def __init__(self, *args, accumulate_steps: int = 1, **kwargs):
-        super().__init__(*args, **kwargs)
         if int(accumulate_steps) != accumulate_steps or accumulate_steps < 1:
             raise ValueError(
                 f"accumulate_steps must be a whole number of at least 1, got {accumulate_steps!r}"
             )
+        kwargs.pop("gradient_accumulation_steps", None)  # a config saved on JAX carries it
+        if not is_tensorflow() and accumulate_steps > 1:
+            # JAX: Keras's own accumulation, the same rule (`iterations` counts updates) without tf.distribute
+            kwargs["gradient_accumulation_steps"] = int(accumulate_steps)
+        super().__init__(*args, **kwargs)
         self.accumulate_steps = int(accumulate_steps)
+
+    @property
+    def _accumulates_here(self) -> bool:
+        """Whether this mixin accumulates (TensorFlow); elsewhere Keras's `gradient_accumulation_steps` does."""
+        return self.accumulate_steps > 1 and is_tensorflow()
 
     def build(self, variables):
         super().build(variables)
-        if self.accumulate_steps > 1:
+        if self._accumulates_here:
             self.accumulated_batches = self.add_variable(
                 shape=(), dtype="int32", name="accumulated_batches"
             )
@@ -128,7 +138,7 @@ class GradientAccumulation:
             self.accumulated_paths = tuple(v.path for v in variables)
 
     def apply(self, grads, trainable_variables=None):
-        if self.accumulate_steps == 1:
+        if not self._accumulates_here:
             return super().apply(grads, trainable_variables)
         if trainable_variables is None:
             raise ValueError("with accumulate_steps > 1, apply() needs the trainable_variables")
@@ -178,7 +188,9 @@ class GradientAccumulation:
         ops.cond(self.accumulated_batches >= self.accumulate_steps, update, lambda: None)
 
     def get_config(self):
-        return {**super().get_config(), "accumulate_steps": self.accumulate_steps}
+        config = {**super().get_config(), "accumulate_steps": self.accumulate_steps}
+        config.pop("gradient_accumulation_steps", None)
+        return config
 
 
 class FusedAdamUpdate:
@@ -200,11 +212,16 @@ class FusedAdamUpdate:
     instead of 0.1 at learning rate 0.1.) Keras's Adam already made the
     first moment's update dense, so this costs no extra memory traffic.
 
+    On other backends the mixin steps aside: Keras's Adam runs (under `jax.jit`
+    XLA fuses its element-wise update itself).
+
     Example:
         >>> optimizer = Adam(learning_rate=1e-3)  # the zoo's Adam has this mixin
     """
 
     def build(self, variables):
+        if not is_tensorflow():  # the fused kernel is TensorFlow's: Keras's Adam elsewhere
+            return super().build(variables)
         if self.built:
             return
         # the base build: Adam's own makes private slots
@@ -228,6 +245,8 @@ class FusedAdamUpdate:
                 self.adam_slots[weight.ref()] = slot_copies
 
     def update_step(self, gradient, variable, learning_rate):
+        if not is_tensorflow():
+            return super().update_step(gradient, variable, learning_rate)
         if isinstance(variable, keras.Variable):
             variable = variable.value
         slots = self.adam_slots.get(variable.ref())

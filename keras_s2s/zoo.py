@@ -14,12 +14,12 @@ import logging
 from pathlib import Path
 
 import keras
-import tensorflow as tf
 
 from keras_s2s import tasks
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.cards import Card, card_path, list_models, load_card
 from keras_s2s.config import CardError
-from keras_s2s.distribution import HybridParallel, get_strategy
+from keras_s2s.distribution.placement import HybridParallel
 from keras_s2s.models import ARCHITECTURES
 from keras_s2s.optimizers import build_optimizer
 from keras_s2s.precision import set_precision
@@ -41,19 +41,40 @@ def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
         optimizer=build_optimizer(training, policy),
         **tasks.of_model(model).compile_arguments(card),
         steps_per_execution=training.get("steps_per_execution", 1),
-        jit_compile=training.get("jit_compile", False),
+        jit_compile=jit_compile_for(card),
     )
     return model
+
+
+def jit_compile_for(card: Card) -> bool:
+    """Whether training runs compiled: the card's `jit_compile` on TensorFlow (XLA there is a CPU
+    trade-off), always on JAX (op by op is unusably slow there; the card's value means "auto")."""
+    if is_tensorflow():
+        return bool(card.training.get("jit_compile", False))
+    if not card.training.get("jit_compile", False):
+        log.info(
+            "%s: training.jit_compile is a TensorFlow setting; on JAX every step runs compiled",
+            card.name,
+        )
+    return True
 
 
 def _precision_and_scope(card: Card, strategy):
     """Set the card's precision policy; the strategy (or None) and the scope to build in (the strategy's,
     or the user's current one)."""
     policy = set_precision(card.training.get("precision", "auto"))
+    if not is_tensorflow():
+        from keras_s2s.distribution.jax_parallel import distribution_for
+
+        wanted = strategy if strategy is not None else card.training.get("strategy", "auto")
+        distribution = distribution_for(wanted, card.path)
+        return policy, distribution, distribution.scope()
     if strategy is None and not tf.distribute.has_strategy():
         strategy = card.training.get("strategy", "auto")
     if strategy is None:  # no strategy given inside a user's `strategy.scope()`: build right there
         return policy, None, contextlib.nullcontext()
+    from keras_s2s.distribution.strategies import get_strategy
+
     strategy = get_strategy(strategy, time_chunks=card.training.get("time_chunks", 1))
     return policy, strategy, strategy.scope()
 

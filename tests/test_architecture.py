@@ -15,6 +15,7 @@ LAYERS = {
     "home": 0,
     "files": 0,
     "config": 1,
+    "backend": 1,
     "data": 2,
     "precision": 2,
     "presets": 2,
@@ -93,6 +94,49 @@ def test_every_part_of_the_package_has_a_layer():
 
 def test_imports_point_down():
     assert upward_imports() == []
+
+
+# the model core runs on JAX where TensorFlow is absent: TensorFlow only through `keras_s2s.backend.tf`
+# (imported on first use) or inside the TensorFlow-only functions that need it
+MODEL_CORE = (
+    "layers",
+    "models",
+    "decoding",
+    "losses",
+    "metrics",
+    "optimizers",
+    "precision",
+    "zoo",
+    "cards",
+)
+
+
+def top_level_tensorflow_imports(package: Path = PACKAGE) -> list[str]:
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        relative = path.relative_to(package.parent)
+        if relative.parts[1].removesuffix(".py") not in MODEL_CORE:
+            continue
+        for node in ast.parse(path.read_text()).body:
+            names = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            if any(name.split(".")[0] in ("tensorflow", "tensorflow_text") for name in names):
+                found.append(f"{relative}:{node.lineno}")
+    return found
+
+
+def test_the_model_core_imports_no_tensorflow_at_the_top():
+    assert top_level_tensorflow_imports() == []
+
+
+def test_the_tensorflow_rule_catches_a_top_level_import(tmp_path):
+    fake = tmp_path / "keras_s2s" / "layers"
+    fake.mkdir(parents=True)
+    (fake / "x.py").write_text("import tensorflow as tf\n\ndef f():\n    import tensorflow\n")
+    assert top_level_tensorflow_imports(tmp_path / "keras_s2s") == ["keras_s2s/layers/x.py:1"]
 
 
 def test_the_rule_catches_an_upward_import(tmp_path, monkeypatch):

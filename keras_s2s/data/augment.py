@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 
-import tensorflow as tf
+from keras_s2s.backend import tf
 
 RANGES = ("speed", "pitch_semitones", "vtlp", "noise_snr_db", "reverb_rt60")
 PROBABILITIES = ("reverb_probability", "band_limit_probability", "codec_probability")

@@ -12,8 +12,7 @@ import logging
 import random
 from pathlib import Path
 
-import tensorflow as tf
-
+from keras_s2s.backend import tf
 from keras_s2s.config import FITTABLE
 from keras_s2s.data.corpus import read_parallel
 from keras_s2s.data.demo import DemoCorpus

@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 
 import numpy as np
-import tensorflow as tf
 
+from keras_s2s.backend import tf
 from keras_s2s.data.padding import pad_time_to_multiple, round_up
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID
 

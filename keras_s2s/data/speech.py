@@ -27,8 +27,8 @@ import random
 from pathlib import Path
 
 import numpy as np
-import tensorflow as tf
 
+from keras_s2s.backend import tf
 from keras_s2s.data.audio import read_audio
 from keras_s2s.data.augment import augment_audio, augment_features, check_augment
 from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import keras
 import numpy as np
-import tensorflow as tf
+
+from keras_s2s.backend import tf
 
 KINDS = ("logmel", "mfcc", "spectrogram")
 

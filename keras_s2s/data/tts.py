@@ -23,8 +23,8 @@ import dataclasses
 import math
 
 import numpy as np
-import tensorflow as tf
 
+from keras_s2s.backend import tf
 from keras_s2s.data.audio import read_audio
 from keras_s2s.data.characters import CharVocabulary
 from keras_s2s.data.corpus import CorpusError

@@ -28,7 +28,8 @@ import dataclasses
 import logging
 
 import keras
-import tensorflow as tf
+
+from keras_s2s.backend import tf
 
 log = logging.getLogger("keras_s2s")
 

@@ -10,7 +10,7 @@ bits are at least `round(rate * 65536)`: the keep probability is exact to
 and backward (measured on a [96, 24, 1024] bfloat16 tensor). The kept
 elements are multiplied by a mask of 0 and 1 / (1 - rate), so the backward
 pass is one multiply (another 1.1x, same bits as a select-and-scale). A
-`noise_shape` falls back to Keras's implementation.
+`noise_shape`, or a backend other than TensorFlow, falls back to Keras's implementation.
 
 Example:
     >>> layer = Dropout(0.1)
@@ -20,7 +20,8 @@ Example:
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
+
+from keras_s2s.backend import is_tensorflow, tf
 
 BITS = 16
 
@@ -48,7 +49,8 @@ class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` with the same arguments, drawing 16 random bits per element."""
 
     def call(self, inputs, training=False):
-        if not training or not 0 < self.rate < 1 or self.noise_shape is not None:
+        fast = is_tensorflow() and self.noise_shape is None
+        if not training or not 0 < self.rate < 1 or not fast:
             return super().call(inputs, training=training)
         seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
         return drop(inputs, self.rate, seed)

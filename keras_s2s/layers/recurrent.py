@@ -13,9 +13,9 @@ loop. The same math, with the same masking,
 `go_backwards` and state semantics as Keras's loop (outputs of padded
 steps are zero or repeat the last real one, states carry through padding).
 
-They take the fast path on CPUs when the layer has no dropout, no
+They take the fast path on TensorFlow on CPUs when the layer has no dropout, no
 recurrent dropout and is not unrolled; on GPUs they defer to Keras, which
-takes the cuDNN kernel where it can. Weights, config and saved files are
+takes the cuDNN kernel where it can; on JAX they are Keras's layers. Weights, config and saved files are
 those of `keras.layers.LSTM` / `GRU` (same weight names and shapes).
 
 Example:
@@ -26,20 +26,23 @@ Example:
 from __future__ import annotations
 
 import keras
-import tensorflow as tf
 from keras import ops
+
+from keras_s2s.backend import is_tensorflow, tf
 
 
 def _hoisting_applies(layer, training) -> bool:
     """Whether `layer` runs the hoisted loop: not with in-cell dropout (while training), unroll, or a GPU."""
     cell = layer.cell
     dropout = training and (cell.dropout or cell.recurrent_dropout)
+    if not is_tensorflow():  # JAX and torch: Keras's own loop (cuDNN where Keras takes it)
+        return False
     return not (dropout or layer.unroll or tf.config.list_logical_devices("GPU"))
 
 
 def cell_hoisting_applies(cell, training) -> bool:
     """Whether a decoder loop runs `cell` as a `LoopLSTMCell` (not with in-cell dropout while training)."""
-    return not (training and (cell.dropout or cell.recurrent_dropout))
+    return is_tensorflow() and not (training and (cell.dropout or cell.recurrent_dropout))
 
 
 def _project(cell, sequences, bias):

@@ -22,7 +22,6 @@ import math
 
 import keras
 import keras_hub
-import tensorflow as tf
 from keras import ops
 
 from keras_s2s.layers.attention import masked_softmax
@@ -221,15 +220,15 @@ class ConvS2S(Seq2SeqLM):
         return self._readout(x, training)
 
     def initial_decoder_state(self, encoded, max_length):
-        batch = tf.shape(encoded["mask"])[0]
+        batch = ops.shape(encoded["mask"])[0]
         state = {
-            "position": tf.zeros([batch], tf.int32),
-            "attention": tf.zeros(tf.shape(encoded["mask"]), tf.float32),
+            "position": ops.zeros((batch,), "int32"),
+            "attention": ops.zeros(ops.shape(encoded["mask"]), "float32"),
         }
         widths = [self.channels[0]] + self.channels
         # the last kernel-1 inputs of each causal convolution
         for i, kernel in enumerate(self.kernel_sizes):
-            state[f"buffer_{i}"] = tf.zeros([batch, kernel - 1, widths[i]], self.compute_dtype)
+            state[f"buffer_{i}"] = ops.zeros((batch, kernel - 1, widths[i]), self.compute_dtype)
         return state
 
     def decode_step(self, token_ids, state, encoded):

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 
 import keras
-import tensorflow as tf
 from keras import ops
 
 from keras_s2s.distribution import placement as hybrid
@@ -141,10 +140,11 @@ class GNMT(Seq2SeqLM):
     def _on(self, layer):
         return self.placement.on(layer.name) if self.placement else contextlib.nullcontext()
 
-    def train_step(self, data):
+    def train_step(self, *args):
+        # TensorFlow passes (data); JAX passes (state, data): only a placed (TensorFlow) model steps itself
         if self.placement is None:
-            return super().train_step(data)
-        return hybrid.hybrid_train_step(self, data)
+            return super().train_step(*args)
+        return hybrid.hybrid_train_step(self, *args)
 
     # --- forward ------------------------------------------------------------------------------
 
@@ -218,12 +218,12 @@ class GNMT(Seq2SeqLM):
         return self._readout(y, encoded, training)[0]
 
     def initial_decoder_state(self, encoded, max_length):
-        batch = tf.shape(encoded["memory"])[0]
-        zeros = tf.zeros([batch, self.units], self.compute_dtype)
+        batch = ops.shape(encoded["memory"])[0]
+        zeros = ops.zeros((batch, self.units), self.compute_dtype)
         state = {
             f"{part}_{i}": zeros for i in range(len(self.decoder_layers)) for part in ("h", "c")
         }
-        state["attention"] = tf.zeros(tf.shape(encoded["mask"]), tf.float32)
+        state["attention"] = ops.zeros(ops.shape(encoded["mask"]), "float32")
         return state
 
     def decode_step(self, token_ids, state, encoded):

@@ -18,12 +18,12 @@ import logging
 
 import keras
 import numpy as np
-import tensorflow as tf
 
+from keras_s2s import backend
 from keras_s2s.config import check_count
 from keras_s2s.data.padding import round_up
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
-from keras_s2s.decoding.beam_search import beam_search, length_penalty, only_eos_at_limit
+from keras_s2s.decoding.beam_search import beam_search, greedy_search, length_penalty
 from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
 
 log = logging.getLogger("keras_s2s")
@@ -105,8 +105,8 @@ class Seq2SeqLM(ZooModel):
             return
         length = min(8, self.max_positions_limit or 8)
         dummy = {
-            "source": tf.ones((1, length), tf.int32),
-            "target_in": tf.ones((1, length), tf.int32),
+            "source": keras.ops.ones((1, length), "int32"),
+            "target_in": keras.ops.ones((1, length), "int32"),
         }
         self.call(dummy, training=False)  # builds every sublayer
         self.built = True
@@ -126,53 +126,40 @@ class Seq2SeqLM(ZooModel):
 
     # --- decoding -------------------------------------------------------------------------
 
-    def _greedy(self, source_ids, limits):
-        encoded = self.encode(source_ids, training=False)
-        batch = tf.shape(source_ids)[0]
-        max_length = tf.reduce_max(limits)
-        state = self.initial_decoder_state(encoded, max_length)
-        token = tf.fill([batch], tf.constant(BOS_ID, tf.int32))
-        finished = tf.zeros([batch], tf.bool)
-        outputs = tf.TensorArray(tf.int32, size=max_length)
-        for step in tf.range(max_length):
-            logits, state = self.decode_step(token, state, encoded)
-            logits = only_eos_at_limit(tf.cast(logits, tf.float32), step, limits)
-            token = tf.where(finished, PAD_ID, tf.argmax(logits, axis=-1, output_type=tf.int32))
-            outputs = outputs.write(step, token)
-            finished = finished | tf.equal(token, EOS_ID)
-            if tf.reduce_all(finished):
-                break
-        return tf.transpose(outputs.stack())
-
     def score(self, source_ids, output_ids):
         """Teacher-forced log-probability [B] and length [B] of each output row, up to and including EOS."""
-        output_ids = tf.convert_to_tensor(output_ids, tf.int32)
-        bos = tf.fill([tf.shape(output_ids)[0], 1], tf.constant(BOS_ID, tf.int32))
-        target_in = tf.concat([bos, output_ids[:, :-1]], axis=1)
+        ops = keras.ops
+        output_ids = ops.cast(output_ids, "int32")
+        bos = ops.full((ops.shape(output_ids)[0], 1), BOS_ID, "int32")
+        target_in = ops.concatenate([bos, output_ids[:, :-1]], axis=1)
         logits = self({"source": source_ids, "target_in": target_in}, training=False)
-        token_log_probs = tf.gather(
-            tf.nn.log_softmax(tf.cast(logits, tf.float32)), output_ids, batch_dims=2
-        )
-        is_eos = tf.cast(tf.equal(output_ids, EOS_ID), tf.int32)
-        counted = tf.cast(tf.equal(tf.cumsum(is_eos, axis=1, exclusive=True), 0), tf.float32)
-        return tf.reduce_sum(token_log_probs * counted, axis=1), tf.cast(
-            tf.reduce_sum(counted, axis=1), tf.int32
+        log_probs = ops.log_softmax(ops.cast(logits, "float32"))
+        token_log_probs = ops.take_along_axis(log_probs, output_ids[:, :, None], axis=2)[:, :, 0]
+        is_eos = ops.cast(ops.equal(output_ids, EOS_ID), "int32")
+        before = ops.cumsum(is_eos, axis=1) - is_eos  # EOS seen before this position
+        counted = ops.cast(ops.equal(before, 0), "float32")
+        return ops.sum(token_log_probs * counted, axis=1), ops.cast(
+            ops.sum(counted, axis=1), "int32"
         )
 
-    def _beam_or_greedy(self, source_ids, limits, beam_width: int, alpha: float, beta: float):
+    def _beam_or_greedy(
+        self, source_ids, limits, beam_width: int, alpha: float, beta: float, max_length=None
+    ):
         """Beam search; without a coverage penalty, keeps the greedy hypothesis where it scores higher."""
-        ids, log_probs, lengths = beam_search(self, source_ids, beam_width, limits, alpha, beta)
+        ops = keras.ops
+        ids, log_probs, lengths = beam_search(
+            self, source_ids, beam_width, limits, alpha, beta, max_length
+        )
         if beta:
             return (
                 ids  # the coverage-penalized objective is not the model's own: no greedy fallback
             )
-        greedy = self._greedy(source_ids, limits)
-        greedy = tf.pad(greedy, [[0, 0], [0, tf.shape(ids)[1] - tf.shape(greedy)[1]]])
+        greedy = greedy_search(self, source_ids, limits, max_length)
         greedy_log_probs, greedy_lengths = self.score(source_ids, greedy)
         better = greedy_log_probs / length_penalty(
             greedy_lengths, alpha
         ) > log_probs / length_penalty(lengths, alpha)
-        return tf.where(better[:, None], greedy, ids)
+        return ops.where(better[:, None], greedy, ids)
 
     def output_limits(
         self,
@@ -183,17 +170,16 @@ class Seq2SeqLM(ZooModel):
     ):
         """Most output tokens (EOS included) for each source row [B]: `ratio * source tokens + offset`
         (None: no ratio), never more than `max_length` (default `decode_max_length`) or `max_positions`."""
+        ops = keras.ops
         cap = int(max_length or self.decode_max_length)
         if self.max_positions_limit is not None:
             cap = min(cap, self.max_positions_limit)
-        lengths = tf.reduce_sum(tf.cast(tf.not_equal(source_ids, PAD_ID), tf.int32), axis=1)
-        limits = tf.fill(tf.shape(lengths), cap)
+        lengths = ops.sum(ops.cast(ops.not_equal(source_ids, PAD_ID), "int32"), axis=1)
+        limits = ops.full(ops.shape(lengths), cap, "int32")
         if max_length_ratio is not None:
-            by_ratio = tf.cast(
-                tf.math.ceil(max_length_ratio * tf.cast(lengths, tf.float32)), tf.int32
-            )
-            limits = tf.minimum(limits, by_ratio + max_length_offset)
-        return tf.maximum(limits, 1)
+            by_ratio = ops.cast(ops.ceil(max_length_ratio * ops.cast(lengths, "float32")), "int32")
+            limits = ops.minimum(limits, by_ratio + max_length_offset)
+        return ops.maximum(limits, 1)
 
     def decode_ids(
         self,
@@ -202,25 +188,36 @@ class Seq2SeqLM(ZooModel):
         beam_width: int = 1,
         length_penalty: float = 0.0,
         coverage_penalty: float = 0.0,
+        max_length=None,
     ):
-        """Decode a batch inside a graph (a `tf.function`, a SavedModel): source ids [B, S] and output
-        limits [B] (`output_limits`) -> output ids [B, L], EOS then 0s. `generate` wraps it for NumPy."""
+        """Decode a batch inside a compiled function (a `tf.function`, a SavedModel, `jax.jit`): source
+        ids [B, S] and output limits [B] (`output_limits`) -> output ids [B, L], EOS then 0s, with
+        L = `max_length` (a Python int: JAX needs one) or max(limits). `generate` wraps it for NumPy."""
         if beam_width == 1:
-            return self._greedy(source_ids, limits)
+            return greedy_search(self, source_ids, limits, max_length)
         return self._beam_or_greedy(
-            source_ids, limits, beam_width, float(length_penalty), float(coverage_penalty)
+            source_ids,
+            limits,
+            beam_width,
+            float(length_penalty),
+            float(coverage_penalty),
+            max_length,
         )
 
     def _decoder(self, beam_width: int, alpha: float, beta: float):
         key = (beam_width, alpha, beta)
         if key not in self._decoders:
 
-            def fn(source_ids, limits):
-                return self.decode_ids(source_ids, limits, beam_width, alpha, beta)
+            def fn(source_ids, limits, max_length=None):
+                return self.decode_ids(source_ids, limits, beam_width, alpha, beta, max_length)
 
-            signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
-            # one trace for all shapes
-            self._decoders[key] = tf.function(fn, input_signature=signature)
+            signature = None
+            if backend.is_tensorflow():  # one trace for all shapes
+                tf = backend.tf
+                signature = [tf.TensorSpec([None, None], tf.int32), tf.TensorSpec([None], tf.int32)]
+            self._decoders[key] = backend.compile_with_weights(
+                self, fn, input_signature=signature, static_argnames=("max_length",)
+            )
         return self._decoders[key]
 
     def generate(
@@ -263,11 +260,16 @@ class Seq2SeqLM(ZooModel):
                     "position embeddings represent (max_positions); split or shorten it"
                 )
             source_ids = source_ids[:, :limit]
-        limits = self.output_limits(
-            tf.constant(source_ids), max_length, max_length_ratio, max_length_offset
+        limits = keras.ops.convert_to_numpy(
+            self.output_limits(source_ids, max_length, max_length_ratio, max_length_offset)
         )
         decoder = self._decoder(beam_width, float(length_penalty), float(coverage_penalty))
-        return decoder(tf.constant(source_ids), limits).numpy()
+        longest = int(limits.max())
+        if backend.is_tensorflow():
+            ids = decoder(source_ids, limits)
+        else:  # a static output width, rounded up so that few widths are compiled
+            ids = decoder(source_ids, limits, max_length=round_up(longest))
+        return keras.ops.convert_to_numpy(ids)[:, :longest]
 
     def translate(
         self,

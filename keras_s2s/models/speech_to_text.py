@@ -16,9 +16,9 @@ Example:
 from __future__ import annotations
 
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.config import check_count
 from keras_s2s.data.audio import read_audio
 from keras_s2s.data.padding import round_up
@@ -37,9 +37,14 @@ def ctc_loss(labels, logits, logit_lengths):
     gets loss 0 and no gradient (PyTorch's `zero_infinity`), where the dense
     path returned a huge loss with a meaningless gradient.
 
+    On other backends `keras.ops.ctc_loss` (JAX: a scan XLA compiles) with the
+    same rule for transcripts that cannot fit.
+
     Example:
         >>> ctc_loss(labels, logits, logit_lengths)   # [B] float32
     """
+    if not is_tensorflow():
+        return _keras_ctc_loss(labels, logits, logit_lengths)
     sparse = tf.sparse.from_dense(labels)
     # the kernel's blank is the last class: move class 0 there and every label down by one
     logits = tf.concat([logits[:, :, 1:], logits[:, :, :1]], axis=2)
@@ -47,6 +52,21 @@ def ctc_loss(labels, logits, logit_lengths):
     return tf.compat.v1.nn.ctc_loss(
         sparse, logits, logit_lengths, time_major=False, ignore_longer_outputs_than_inputs=True
     )
+
+
+def frames_needed(labels):
+    """The fewest frames [B] a CTC alignment of 0-padded `labels` [B, L] takes: one per label, plus a
+    blank between each pair of equal neighbours."""
+    real = ops.not_equal(labels, 0)
+    repeats = ops.logical_and(ops.equal(labels[:, 1:], labels[:, :-1]), real[:, 1:])
+    return ops.sum(ops.cast(real, "int32"), axis=1) + ops.sum(ops.cast(repeats, "int32"), axis=1)
+
+
+def _keras_ctc_loss(labels, logits, logit_lengths):
+    label_lengths = ops.sum(ops.cast(ops.not_equal(labels, 0), "int32"), axis=1)
+    losses = ops.ctc_loss(labels, logits, label_lengths, logit_lengths, mask_index=0)
+    # an impossible transcript: loss 0 and no gradient, as TensorFlow's kernel is asked to do
+    return ops.where(frames_needed(labels) <= ops.cast(logit_lengths, "int32"), losses, 0.0)
 
 
 class SpeechToText(ZooModel):
@@ -87,8 +107,8 @@ class SpeechToText(ZooModel):
             return
         self.call(
             {
-                "features": tf.zeros((1, 16 * self.time_reduction, self.num_features)),
-                "feature_lengths": tf.constant([16 * self.time_reduction]),
+                "features": ops.zeros((1, 16 * self.time_reduction, self.num_features)),
+                "feature_lengths": ops.convert_to_tensor([16 * self.time_reduction], "int32"),
             },
             training=False,
         )

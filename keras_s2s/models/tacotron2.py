@@ -29,9 +29,9 @@ import math
 
 import keras
 import numpy as np
-import tensorflow as tf
 from keras import ops
 
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.config import check_count
 from keras_s2s.layers import recurrent
 from keras_s2s.layers.dropout import Dropout
@@ -252,11 +252,14 @@ class Tacotron2(ZooModel):
             ops.zeros((batch, length), "float32"),
         )
 
-    def decoder_step(self, frame_features, state, memory, keys, mask, training=False, cells=None):
+    def decoder_step(
+        self, frame_features, state, memory, keys, mask, training=False, cells=None, masks=None
+    ):
         """One step: pre-net features [B, P] -> (new state, [decoder output, context] [B, D], weights [B, L]).
 
         `cells`: the attention and decoder LSTMs as functions (inputs, (h, c)) -> (h, c); default the
-        Keras cells (teacher forcing passes `LoopLSTMCell` steps).
+        Keras cells (teacher forcing passes `LoopLSTMCell` steps). `masks`: the two LSTM outputs'
+        dropout masks for this step, drawn before a scan (default: `lstm_dropout` draws them).
         """
         attention_h, attention_c, decoder_h, decoder_c, context, weights, cumulative = state
         attention_cell, decoder_cell = cells or (
@@ -266,10 +269,17 @@ class Tacotron2(ZooModel):
         attention_h, attention_c = attention_cell(
             [frame_features, context], (attention_h, attention_c)
         )
-        query = self.lstm_dropout(attention_h, training=training)
+        if masks is None:
+            query = self.lstm_dropout(attention_h, training=training)
+        else:
+            query = attention_h * masks[0]
         context, weights = self.attention(query, keys, memory, weights, cumulative, mask)
         decoder_h, decoder_c = decoder_cell([query, context], (decoder_h, decoder_c))
-        output = ops.concatenate([self.lstm_dropout(decoder_h, training=training), context], -1)
+        if masks is None:
+            decoder_out = self.lstm_dropout(decoder_h, training=training)
+        else:
+            decoder_out = decoder_h * masks[1]
+        output = ops.concatenate([decoder_out, context], -1)
         return (
             (
                 attention_h,
@@ -304,7 +314,57 @@ class Tacotron2(ZooModel):
             [ops.zeros((batch, 1, self.num_mels), mel.dtype), mel[:, r - 1 : (steps - 1) * r : r]],
             axis=1,
         )
-        features = tf.transpose(self.prenet(previous, training=training), [1, 0, 2])
+        features = ops.transpose(self.prenet(previous, training=training), (1, 0, 2))
+        loop = self._while_loop if is_tensorflow() else self._scan
+        outputs, alignments = loop(features, memory, keys, mask, training, steps, batch)
+        mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))[
+            :, :frames
+        ]
+        keep = None
+        if "mel_lengths" in inputs:
+            keep = (
+                ops.arange(frames)[None, :] < ops.cast(inputs["mel_lengths"], "int32")[:, None]
+            )[:, :, None]
+        return {
+            "mel": mel_out,
+            "mel_postnet": self.postnet_residual(mel_out, training, keep),
+            "stop": self.stop_projection(outputs)[..., 0],
+            "alignment": alignments,
+        }
+
+    def _scan(self, features, memory, keys, mask, training, steps, batch):
+        """The teacher-forced decoder loop as `keras.ops.scan` (JAX): outputs [B, steps, D] and
+        alignments [B, steps, L]. The LSTM outputs' dropout masks are drawn before the loop (a draw
+        inside a compiled scan would repeat one mask)."""
+        s, dtype = self.settings, self.compute_dtype
+        rate = self.lstm_dropout.rate
+        if training and rate > 0:
+            masks = tuple(
+                keras.random.dropout(
+                    ops.ones((steps, batch, units), dtype),
+                    rate,
+                    seed=self.lstm_dropout.seed_generator,
+                )
+                for units in (s["attention_lstm_units"], s["decoder_lstm_units"])
+            )
+        else:
+            masks = tuple(
+                ops.ones((steps, 1, units), dtype)
+                for units in (s["attention_lstm_units"], s["decoder_lstm_units"])
+            )
+
+        def body(state, step_inputs):
+            frame_features, *step_masks = step_inputs
+            state, output, weights = self.decoder_step(
+                frame_features, state, memory, keys, mask, training, masks=step_masks
+            )
+            return state, (output, weights)
+
+        _, (outputs, alignments) = ops.scan(body, self.initial_state(memory), (features, *masks))
+        return ops.transpose(outputs, (1, 0, 2)), ops.transpose(alignments, (1, 0, 2))
+
+    def _while_loop(self, features, memory, keys, mask, training, steps, batch):
+        """The teacher-forced decoder loop as `tf.while_loop` with the hoisted LSTM cells (TensorFlow)."""
         feature_ta = tf.TensorArray(features.dtype, size=steps).unstack(features)
         outputs = tf.TensorArray(self.compute_dtype, size=steps)
         alignments = tf.TensorArray("float32", size=steps)
@@ -338,21 +398,7 @@ class Tacotron2(ZooModel):
         )
         for cell, ta in zip(loop_cells, saved):
             cell.finish(ta.stack())
-        outputs = tf.transpose(outputs.stack(), [1, 0, 2])
-        mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))[
-            :, :frames
-        ]
-        keep = None
-        if "mel_lengths" in inputs:
-            keep = (
-                ops.arange(frames)[None, :] < ops.cast(inputs["mel_lengths"], "int32")[:, None]
-            )[:, :, None]
-        return {
-            "mel": mel_out,
-            "mel_postnet": self.postnet_residual(mel_out, training, keep),
-            "stop": self.stop_projection(outputs)[..., 0],
-            "alignment": tf.transpose(alignments.stack(), [1, 0, 2]),
-        }
+        return tf.transpose(outputs.stack(), [1, 0, 2]), tf.transpose(alignments.stack(), [1, 0, 2])
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Mel MSE before + after the post-net over real frames, stop-token BCE over the real steps and

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import keras
 import keras_hub
-import tensorflow as tf
 from keras import ops
 
 from keras_s2s.layers.dropout import Dropout
@@ -179,19 +178,17 @@ class Transformer(Seq2SeqLM):
         return self._logits(y)
 
     def initial_decoder_state(self, encoded, max_length):
-        batch = tf.shape(encoded["mask"])[0]
+        batch = ops.shape(encoded["mask"])[0]
         heads, head_dim = self.num_heads, self.d_model // self.num_heads
         state = {
-            "position": tf.zeros([batch], tf.int32),
-            "attention": tf.zeros(tf.shape(encoded["mask"]), tf.float32),
+            "position": ops.zeros((batch,), "int32"),
+            "attention": ops.zeros(ops.shape(encoded["mask"]), "float32"),
         }
         for i in range(len(self.decoder_blocks)):
-            state[f"cache_keys_{i}"] = tf.zeros(
-                [batch, max_length, heads, head_dim], self.compute_dtype
-            )
-            state[f"cache_values_{i}"] = tf.zeros(
-                [batch, max_length, heads, head_dim], self.compute_dtype
-            )
+            for part in ("keys", "values"):
+                state[f"cache_{part}_{i}"] = ops.zeros(
+                    (batch, max_length, heads, head_dim), self.compute_dtype
+                )
         return state
 
     def decode_step(self, token_ids, state, encoded):

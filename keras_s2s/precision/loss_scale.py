@@ -16,8 +16,9 @@ gradients are not finite is skipped) and differ in how the scale moves:
 Private Keras API, the project's one exception (ARCHITECTURE.md): Keras's
 `LossScaleOptimizer` has no public hook for the rule that moves the scale, so
 the static and LogMax rules override its `_stateful_handle_finite_grads` and
-`_stateful_handle_non_finite_grads` (reading `_overwrite_variable_with_gradient`
-and `_trainable_variables`), and `AllReplicasFinite` overrides `check_finite`.
+`_stateful_handle_non_finite_grads` (TensorFlow's path) and their `_stateless_`
+twins (JAX's path: `fit` applies gradients statelessly under `jax.jit`), reading
+`_overwrite_variable_with_gradient` and `_trainable_variables`, and `AllReplicasFinite` overrides `check_finite`.
 `PRIVATE_HOOKS` lists them; a test checks that Keras still has each, so an
 upgrade that renames one fails by name instead of training wrongly.
 
@@ -30,8 +31,9 @@ from __future__ import annotations
 import math
 
 import keras
-import tensorflow as tf
 from keras import ops
+
+from keras_s2s.backend import is_tensorflow, tf
 
 ALGORITHMS = ("dynamic", "static", "logmax")
 # the private methods of keras.optimizers.LossScaleOptimizer that the rules rely on
@@ -39,6 +41,8 @@ PRIVATE_HOOKS = (
     "check_finite",
     "_stateful_handle_finite_grads",
     "_stateful_handle_non_finite_grads",
+    "_stateless_handle_finite_grads",
+    "_stateless_handle_non_finite_grads",
     "_overwrite_variable_with_gradient",
 )
 LOSS_SCALE_KEYS = (
@@ -64,6 +68,10 @@ class AllReplicasFinite:
 
     def check_finite(self, grads):
         finite = super().check_finite(grads)
+        if (
+            not is_tensorflow()
+        ):  # JAX: gradients are global arrays already (one program over the devices)
+            return finite
         context = tf.distribute.get_replica_context()
         if context is None or context.num_replicas_in_sync == 1:
             return finite
@@ -86,18 +94,38 @@ class _RuleLossScaleOptimizer(AllReplicasFinite, keras.optimizers.LossScaleOptim
         super().__init__(inner_optimizer, initial_scale=initial_scale, name=name, **kwargs)
 
     def _stateful_handle_finite_grads(self, grads, trainable_variables):
-        variables = trainable_variables or self._trainable_variables
-        unscaled = [
-            g
-            if g is None or self._overwrite_variable_with_gradient(v)
-            else ops.divide(g, self.dynamic_scale)
-            for g, v in zip(grads, variables)
-        ]
+        unscaled = self._unscaled(grads, trainable_variables or self._trainable_variables)
         self.inner_optimizer.apply(unscaled, trainable_variables=trainable_variables)
         self.after_finite([g for g in unscaled if g is not None])
 
     def _stateful_handle_non_finite_grads(self):
         self.after_overflow()
+
+    def _unscaled(self, grads, variables):
+        return [
+            g
+            if g is None or self._overwrite_variable_with_gradient(v)
+            else ops.divide(g, self.dynamic_scale)
+            for g, v in zip(grads, variables)
+        ]
+
+    def _stateless_handle_finite_grads(self, optimizer_variables, grads, trainable_variables):
+        # JAX: the same rule as the stateful path, on the values `fit` passes in
+        mapping = list(zip(self.variables, optimizer_variables))
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            unscaled = self._unscaled(grads, self._trainable_variables)
+            new_trainable, new_inner = self.inner_optimizer.stateless_apply(
+                self.inner_optimizer.variables, unscaled, trainable_variables
+            )
+            self.after_finite([g for g in unscaled if g is not None])
+        own = [scope.get_current_value(v) for v in self._variables]
+        return new_trainable, own + list(new_inner)
+
+    def _stateless_handle_non_finite_grads(self, optimizer_variables, trainable_variables):
+        mapping = list(zip(self.variables, optimizer_variables))
+        with keras.StatelessScope(state_mapping=mapping) as scope:
+            self.after_overflow()
+        return trainable_variables, [scope.get_current_value(v) for v in self.variables]
 
     def after_finite(self, grads):
         """Update the scale after a step with finite (unscaled) `grads`."""

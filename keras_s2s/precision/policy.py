@@ -1,7 +1,10 @@
 """Mixed-precision policy selection.
 
-`auto` picks `mixed_float16` on NVIDIA GPUs with compute capability >= 7.0,
-`mixed_bfloat16` on CPUs with AVX512-BF16 or AMX, else `float32`.
+`auto` picks, on TensorFlow: `mixed_float16` on NVIDIA GPUs with compute
+capability >= 7.0, `mixed_bfloat16` on CPUs with AVX512-BF16 or AMX, else
+`float32`. On JAX: `mixed_bfloat16` on NVIDIA GPUs of compute capability >= 8.0
+(no loss scaling needed), `mixed_float16` on 7.x, and `float32` on a CPU (XLA:CPU
+ran bfloat16 slower than float32 on both CPU kinds measured, docs/performance.md).
 Variables stay float32 under every policy (Keras keeps master weights).
 
 Example:
@@ -14,8 +17,8 @@ from __future__ import annotations
 import logging
 
 import keras
-import tensorflow as tf
 
+from keras_s2s.backend import is_jax, tf
 from keras_s2s.config import PRECISIONS
 
 log = logging.getLogger("keras_s2s")
@@ -37,6 +40,15 @@ def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
 
 def gpu_compute_capabilities() -> list[tuple[int, int]]:
     """Compute capability of each visible NVIDIA GPU."""
+    if is_jax():
+        import jax
+
+        capabilities = []
+        for device in jax.devices():
+            version = getattr(device, "compute_capability", None)  # e.g. "9.0" on CUDA devices
+            if device.platform == "gpu" and version:
+                capabilities.append(tuple(int(part) for part in str(version).split(".")[:2]))
+        return capabilities
     capabilities = []
     for gpu in tf.config.list_physical_devices("GPU"):
         details = tf.config.experimental.get_device_details(gpu)
@@ -45,8 +57,12 @@ def gpu_compute_capabilities() -> list[tuple[int, int]]:
     return capabilities
 
 
-def choose_precision(gpu_capabilities: list[tuple[int, int]], flags: set[str]) -> tuple[str, str]:
-    """Pick a policy for this hardware; returns (policy, reason)."""
+def choose_precision(
+    gpu_capabilities: list[tuple[int, int]], flags: set[str], backend: str = "tensorflow"
+) -> tuple[str, str]:
+    """Pick a policy for this hardware and Keras backend; returns (policy, reason)."""
+    if backend == "jax":
+        return _choose_for_jax(gpu_capabilities)
     if gpu_capabilities:
         if min(gpu_capabilities) >= (7, 0):
             cc = ".".join(map(str, min(gpu_capabilities)))
@@ -58,13 +74,32 @@ def choose_precision(gpu_capabilities: list[tuple[int, int]], flags: set[str]) -
     return "float32", "no GPU and no bfloat16 instructions on the CPU"
 
 
+def _choose_for_jax(gpu_capabilities: list[tuple[int, int]]) -> tuple[str, str]:
+    if not gpu_capabilities:
+        return "float32", "JAX on a CPU: XLA:CPU runs bfloat16 slower than float32"
+    cc = min(gpu_capabilities)
+    shown = ".".join(map(str, cc))
+    if cc >= (8, 0):
+        return (
+            "mixed_bfloat16",
+            f"JAX on an NVIDIA GPU of compute capability {shown} (bfloat16 tensor cores)",
+        )
+    if cc >= (7, 0):
+        return (
+            "mixed_float16",
+            f"JAX on an NVIDIA GPU of compute capability {shown} (float16 tensor cores)",
+        )
+    return "float32", f"JAX on a GPU of compute capability {shown} (no 16-bit tensor cores)"
+
+
 def resolve_precision(name: str) -> str:
     """Turn a card's `precision` value into a Keras policy name."""
     if name not in PRECISIONS:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {name!r}")
     if name != "auto":
         return name
-    policy, reason = choose_precision(gpu_compute_capabilities(), cpu_flags())
+    backend = "jax" if is_jax() else "tensorflow"
+    policy, reason = choose_precision(gpu_compute_capabilities(), cpu_flags(), backend)
     log.info("precision auto -> %s (%s)", policy, reason)
     return policy
 

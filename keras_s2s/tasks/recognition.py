@@ -10,9 +10,6 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import keras
-import tensorflow as tf
-
 from keras_s2s.config import CardError
 from keras_s2s.data.characters import CharVocabulary, normalize_transcript
 from keras_s2s.data.padding import pad_multiple_for
@@ -61,65 +58,6 @@ def evaluate_speech(
     return result
 
 
-class SpeechServer(tf.Module):
-    """Float32 audio [B, N] at the model's sample rate and lengths [B] -> text [B]: features
-    (`tf.signal`), the network and CTC decoding inside one graph."""
-
-    def __init__(self, model, beam_width: int):
-        super().__init__()
-        if model.extractor is None or not isinstance(model.vocabulary, CharVocabulary):
-            raise ValueError(
-                "SavedModel export of a speech recognizer needs its feature extractor and a "
-                "character vocabulary"
-            )
-        self.model, self.beam_width = model, beam_width
-        extractor = model.extractor
-        self.window, self.stride, self.size = (
-            extractor.window,
-            extractor.stride,
-            extractor.feature_size,
-        )
-        self.alphabet = tf.constant(
-            [""] + [model.vocabulary.decode([i]) or " " for i in range(1, model.vocab_size)]
-        )
-
-    @tf.function(
-        input_signature=[
-            tf.TensorSpec([None, None], tf.float32, name="audio"),
-            tf.TensorSpec([None], tf.int32, name="audio_lengths"),
-        ]
-    )
-    def transcribe(self, audio, audio_lengths):
-        frames = tf.maximum(1, 1 + (audio_lengths - self.window) // self.stride)
-        width = tf.reduce_max(frames)
-
-        def featurize(args):
-            samples, length = args
-            features = self.model.extractor(samples[:length])
-            return tf.pad(features, [[0, width - tf.shape(features)[0]], [0, 0]])
-
-        features = tf.map_fn(
-            featurize,
-            (audio, audio_lengths),
-            fn_output_signature=tf.TensorSpec([None, self.size], tf.float32),
-        )
-        logits = self.model({"features": features, "feature_lengths": frames}, training=False)
-        out_lengths = tf.minimum(self.model.output_lengths(frames), tf.shape(logits)[1])
-        strategy = "greedy" if self.beam_width == 1 else "beam_search"
-        decoded, _ = keras.ops.ctc_decode(
-            logits,
-            out_lengths,
-            strategy=strategy,
-            beam_width=self.beam_width,
-            top_paths=1,
-            mask_index=0,
-        )
-        ids = tf.cast(decoded[0], tf.int32)
-        characters = tf.gather(self.alphabet, tf.maximum(ids, 0))
-        characters = tf.where(ids > 0, characters, "")
-        return {"text": tf.strings.strip(tf.strings.reduce_join(characters, axis=1))}
-
-
 class Recognition(Task):
     """Audio to text: features and a character (or subword) vocabulary, CTC loss inside the model, WER."""
 
@@ -165,5 +103,7 @@ class Recognition(Task):
         return evaluate_speech(model, test, run_dir, beam_width=beam_width, lm=decoder)
 
     def serving_module(self, model, beam_width: int = 4, **_):
+        from keras_s2s.tasks.serving.recognition import SpeechServer
+
         server = SpeechServer(model, beam_width)
         return server, server.transcribe

@@ -35,10 +35,10 @@ import zipfile
 from pathlib import Path
 
 import keras
-import tensorflow as tf
 import yaml
 
 from keras_s2s import tasks, zoo
+from keras_s2s.backend import tf
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.fitting import settings_to_fit
 from keras_s2s.distribution import describe_strategy, get_strategy, is_chief

@@ -1,0 +1,130 @@
+"""The backend boundary: which Keras backend runs, and TensorFlow loaded only where it is used.
+
+keras-s2s runs on Keras's TensorFlow backend (the CPU path: oneDNN, tf.data,
+SavedModel, tf.distribute) and on its JAX backend (the accelerator path: the
+GPU machine has no TensorFlow). The model core is written in `keras.ops`; the
+TensorFlow speed levers (bit-drawing dropout, the hoisted LSTM/GRU
+recurrence, the fused Adam kernel, the sparse CTC kernel) are taken only when
+`is_tensorflow()`, falling back to Keras's own layers and ops elsewhere, the
+way `keras.layers.LSTM` falls back from its cuDNN path.
+
+`tf` is a lazy handle on the `tensorflow` module: modules of the model core
+name it at the top (`from keras_s2s.backend import tf`) and TensorFlow is
+imported the first time one of its attributes is used, i.e. only on a
+TensorFlow code path. `tests/test_architecture.py` forbids a top-level
+`import tensorflow` in the model core.
+
+Example:
+    >>> from keras_s2s import backend
+    >>> backend.name()
+    'jax'
+    >>> backend.is_tensorflow(), backend.tensorflow_available()
+    (False, False)
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+
+import keras
+
+
+def name() -> str:
+    """The Keras backend in use: 'tensorflow', 'jax' or 'torch'."""
+    return keras.backend.backend()
+
+
+def is_tensorflow() -> bool:
+    """Whether Keras runs on TensorFlow (the TensorFlow fast paths apply)."""
+    return name() == "tensorflow"
+
+
+def is_jax() -> bool:
+    """Whether Keras runs on JAX."""
+    return name() == "jax"
+
+
+def tensorflow_available() -> bool:
+    """Whether `import tensorflow` can work here (without importing it)."""
+    if name() == "tensorflow":
+        return True
+    try:
+        return importlib.util.find_spec("tensorflow") is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require_tensorflow(what: str):
+    """The `tensorflow` module, or a clear error saying that `what` needs it.
+
+    Example:
+        >>> tf = require_tensorflow("SavedModel export")
+    """
+    try:
+        return importlib.import_module("tensorflow")
+    except ImportError as error:
+        raise RuntimeError(
+            f"{what} needs TensorFlow, which is not installed here (Keras backend "
+            f"{name()!r}); install it (pip install tensorflow) or run {what} on a machine "
+            "that has it"
+        ) from error
+
+
+class _LazyTensorFlow:
+    """`tensorflow`, imported on first attribute access."""
+
+    _module = None
+
+    def __getattr__(self, attribute):
+        if _LazyTensorFlow._module is None:
+            _LazyTensorFlow._module = importlib.import_module("tensorflow")
+        return getattr(_LazyTensorFlow._module, attribute)
+
+    def __repr__(self):
+        loaded = "loaded" if _LazyTensorFlow._module is not None else "not loaded yet"
+        return f"<lazy tensorflow, {loaded}>"
+
+
+tf = _LazyTensorFlow()
+
+
+def compile_with_weights(model, function, input_signature=None, static_argnames=()):
+    """`function` (which reads `model`'s weights) compiled for this backend.
+
+    TensorFlow: `tf.function(function, input_signature)`, one trace for every
+    shape the signature allows. JAX: `jax.jit` of a stateless twin that gets
+    the model's current weights as arguments at every call (through
+    `keras.StatelessScope`, as keras-hub's samplers do), so the compiled
+    function never decodes with stale weights; `static_argnames` (e.g. an
+    output length that sizes the loop's buffers) are compile-time constants.
+    Other backends run `function` as it is.
+
+    Example:
+        >>> decode = compile_with_weights(model, lambda ids: model.decode_ids(ids, ...))
+    """
+    if is_tensorflow():
+        return tf.function(function, input_signature=input_signature)
+    if not is_jax():
+        return function
+    import jax
+
+    def stateless(weights, *args, **kwargs):
+        with keras.StatelessScope(state_mapping=list(zip(model.variables, weights))):
+            return function(*args, **kwargs)
+
+    compiled = jax.jit(stateless, static_argnames=tuple(static_argnames))
+
+    def call(*args, **kwargs):
+        return compiled([v.value for v in model.variables], *args, **kwargs)
+
+    return call
+
+
+def jax_platform() -> str | None:
+    """'gpu', 'cpu', 'tpu' for the JAX default device, None when JAX is not the backend."""
+    if not is_jax():
+        return None
+    import jax
+
+    return jax.default_backend()
