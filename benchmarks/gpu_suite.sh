@@ -14,6 +14,12 @@
 #
 #   bash benchmarks/gpu_suite.sh            # the GPU run
 #   DRY_RUN=1 bash benchmarks/gpu_suite.sh  # tiny cards and shapes, TensorFlow blocked (a CPU check)
+#   SUITE_CARDS="transformer gnmt" ...       # only these cards (and their peers)
+#
+# Before a GPU run, fetch the wheels the machine lacks into .whl/ (ignored by git; carry it):
+#   pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+#     --platform manylinux_2_28_x86_64 --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 \
+#     -d .whl keras==3.15.1 namex optree keras-hub==0.32.0 regex kagglehub==1.0.2 kagglesdk==0.1.28
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-benchmarks/gpu_out}"
@@ -50,9 +56,12 @@ part() {  # part NAME LIMIT_SECONDS COMMAND...
   echo "== $name: $((SECONDS - start)) s"
 }
 
+wanted() { [ -z "${SUITE_CARDS:-}" ] || [[ " $SUITE_CARDS " == *" $1 "* ]]; }
+
 bench() {  # bench CARD LIMIT PRECISIONS...
   local card=$1 limit=$2
   shift 2
+  wanted "$card" || return 0
   if [ -n "$dry" ]; then
     part "$card" "$limit" $runpy benchmarks/bench_gpu.py --card "${card}_demo" --batch 4 --steps 2 \
       --warmup 1 --length 8 --seconds 0.5 --tts-seconds 0.5 --characters 8 --precisions "$@" --json "$json"
@@ -64,6 +73,11 @@ bench() {  # bench CARD LIMIT PRECISIONS...
 }
 
 peer() {  # peer MODEL LIMIT
+  wanted "$1" || return 0
+  if ! python3 -c "import torch" 2>/dev/null; then
+    echo "== pytorch $1: skipped (no torch here)"
+    return 0
+  fi
   if [ -n "$dry" ]; then
     part "pytorch $1" "$2" python3 benchmarks/peer_torch.py --model "$1" --small --batch 4 --length 8 \
       --vocab 100 --steps 2 --warmup 1 --json "$json"

@@ -1,18 +1,46 @@
-"""Test setup: two logical CPU devices (for multi-replica tests) and a clean dtype policy."""
+"""Test setup: two logical CPU devices (for multi-replica tests) and a clean dtype policy.
+
+Two passes run the suite (`.ci/run`): the TensorFlow backend runs every test;
+`KERAS_BACKEND=jax` runs the files in `JAX_PASS` with `import tensorflow`
+blocked (tests/no_tensorflow.py), as on the GPU machine, on two host devices.
+"""
 
 import os
+import sys
+from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
+# the test files that run under both backends (the JAX pass runs only these)
+JAX_PASS = ("test_backends.py", "test_architecture.py")
+
+if BACKEND == "jax":
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
+    )
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import no_tensorflow  # noqa: E402, F401  (blocks TensorFlow before Keras loads)
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
-_cpu = tf.config.list_physical_devices("CPU")[0]
-tf.config.set_logical_device_configuration(
-    _cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
-)
-CPU_DEVICES = [d.name for d in tf.config.list_logical_devices("CPU")]
+if BACKEND == "tensorflow":
+    import tensorflow as tf
+
+    _cpu = tf.config.list_physical_devices("CPU")[0]
+    tf.config.set_logical_device_configuration(
+        _cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
+    )
+    CPU_DEVICES = [d.name for d in tf.config.list_logical_devices("CPU")]
+else:
+    CPU_DEVICES = [str(d) for d in keras.distribution.list_devices()]
+
+
+def pytest_ignore_collect(collection_path, config):
+    """Under JAX, collect only the files that run under both backends."""
+    if BACKEND != "tensorflow" and collection_path.suffix == ".py":
+        return collection_path.name.startswith("test_") and collection_path.name not in JAX_PASS
+    return None
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,9 @@ normalization. The STFT is uncentered with a periodic Hann window; the mel
 filterbank is librosa's (Slaney scale and area normalization); logs are
 natural, floored at `log_floor`; MFCCs are the orthonormal DCT-II of the
 log-mel bands. `librosa_features` computes the same with librosa and numpy,
-and the tests hold the two within 1e-3 (float32 round-off).
+and the tests hold the two within 1e-3 (float32 round-off). Where Keras runs on
+another backend (JAX: the GPU machine has no TensorFlow) `numpy_features`
+computes the same in NumPy; the mel filterbank is computed here (librosa's, without librosa).
 
 Example:
     >>> extractor = FeatureExtractor(kind="logmel", num_features=64)
@@ -19,7 +21,7 @@ from __future__ import annotations
 import keras
 import numpy as np
 
-from keras_s2s.backend import tf
+from keras_s2s.backend import is_tensorflow, tf
 
 KINDS = ("logmel", "mfcc", "spectrogram")
 
@@ -84,17 +86,9 @@ class FeatureExtractor:
         self._mel = None if kind == "spectrogram" else self._mel_matrix(bands)
 
     def _mel_matrix(self, bands: int) -> np.ndarray:
-        from keras_s2s.data.audio import require_audio_extra
-
-        librosa = require_audio_extra("librosa")
-
-        return librosa.filters.mel(
-            sr=self.sample_rate,
-            n_fft=self.n_fft,
-            n_mels=bands,
-            fmin=self.fmin,
-            fmax=self.fmax or self.sample_rate / 2,
-        ).T.astype(np.float32)  # [bins, bands]
+        return mel_filterbank(
+            self.sample_rate, self.n_fft, bands, self.fmin, self.fmax or self.sample_rate / 2
+        ).T  # [bins, bands]
 
     @property
     def feature_size(self) -> int:
@@ -105,6 +99,10 @@ class FeatureExtractor:
         return max(0, 1 + (num_samples - self.window) // self.stride)
 
     def __call__(self, samples, training: bool = False):
+        """Features [frames, F] of samples [N]: TensorFlow ops on TensorFlow (inside tf.data or a
+        graph), NumPy elsewhere (`numpy_features`)."""
+        if not is_tensorflow():
+            return self.numpy_features(np.asarray(samples, np.float32), training)
         samples = tf.convert_to_tensor(samples, tf.float32)
         if training and self.dither:
             samples += self.dither * tf.random.normal(tf.shape(samples))
@@ -134,6 +132,32 @@ class FeatureExtractor:
             features = (features - mean) / tf.sqrt(variance + 1e-5)
         return features
 
+    def numpy_features(self, samples: np.ndarray, training: bool = False, rng=None) -> np.ndarray:
+        """The same features as `__call__`, computed in NumPy (no TensorFlow; float32 round-off
+        apart, equal to the TensorFlow ops within 1e-3)."""
+        x = np.asarray(samples, np.float32)
+        if training and self.dither:
+            rng = rng or np.random.default_rng()
+            x = x + self.dither * rng.standard_normal(x.shape).astype(np.float32)
+        if self.preemphasis:
+            x = np.concatenate([x[:1], x[1:] - np.float32(self.preemphasis) * x[:-1]])
+        x = np.pad(x, (0, max(0, self.window - len(x))))  # at least one frame
+        frames = np.lib.stride_tricks.sliding_window_view(x, self.window)[:: self.stride]
+        window = 0.5 - 0.5 * np.cos(
+            2 * np.pi * np.arange(self.window) / self.window
+        )  # periodic Hann
+        power = np.abs(np.fft.rfft(frames * window.astype(np.float32), n=self.n_fft, axis=1)) ** 2
+        power = power.astype(np.float32)
+        if self.kind == "spectrogram":
+            features = np.log(power + np.float32(self.log_floor))
+        else:
+            features = np.log(power @ self._mel + np.float32(self.log_floor))
+            if self.kind == "mfcc":
+                features = dct_ortho(features)[:, : self.num_features]
+        if self.normalize:
+            features = (features - features.mean(0)) / np.sqrt(features.var(0) + 1e-5)
+        return features.astype(np.float32)
+
     def get_config(self) -> dict:
         return {
             "kind": self.kind,
@@ -154,6 +178,52 @@ class FeatureExtractor:
     @classmethod
     def from_config(cls, config: dict):
         return cls(**config)
+
+
+def _hz_to_mel(hz):
+    """Slaney's mel scale (librosa's default): linear below 1 kHz, logarithmic above."""
+    hz = np.asarray(hz, np.float64)
+    linear = hz / (200.0 / 3)
+    log_part = 15.0 + np.log(np.maximum(hz, 1e-10) / 1000.0) / (np.log(6.4) / 27.0)
+    return np.where(hz >= 1000.0, log_part, linear)
+
+
+def _mel_to_hz(mel):
+    mel = np.asarray(mel, np.float64)
+    linear = mel * (200.0 / 3)
+    log_part = 1000.0 * np.exp((np.log(6.4) / 27.0) * (mel - 15.0))
+    return np.where(mel >= 15.0, log_part, linear)
+
+
+def mel_filterbank(
+    sample_rate: int, n_fft: int, bands: int, fmin: float, fmax: float
+) -> np.ndarray:
+    """Triangular mel filters [bands, n_fft // 2 + 1] on Slaney's scale with area normalization:
+    what `librosa.filters.mel` returns by default, without librosa.
+
+    Example:
+        >>> mel_filterbank(16000, 512, 64, 0.0, 8000.0).shape
+        (64, 257)
+    """
+    bins = np.linspace(0, sample_rate / 2, n_fft // 2 + 1)
+    edges = _mel_to_hz(np.linspace(_hz_to_mel(fmin), _hz_to_mel(fmax), bands + 2))
+    widths = np.diff(edges)
+    ramps = edges[:, None] - bins[None, :]
+    lower = -ramps[:-2] / widths[:-1, None]
+    upper = ramps[2:] / widths[1:, None]
+    weights = np.maximum(0, np.minimum(lower, upper))
+    weights *= (2.0 / (edges[2 : bands + 2] - edges[:bands]))[:, None]
+    return weights.astype(np.float32)
+
+
+def dct_ortho(x: np.ndarray) -> np.ndarray:
+    """The orthonormal DCT-II along the last axis (as `scipy.fft.dct(x, type=2, norm="ortho")`)."""
+    n = x.shape[-1]
+    k = np.arange(n)[:, None]
+    basis = np.cos(np.pi * k * (2 * np.arange(n)[None, :] + 1) / (2 * n))
+    scale = np.full((n, 1), np.sqrt(2.0 / n))
+    scale[0] = np.sqrt(1.0 / n)
+    return (x.astype(np.float64) @ (basis * scale).T).astype(np.float32)
 
 
 def librosa_features(samples: np.ndarray, extractor: FeatureExtractor) -> np.ndarray:

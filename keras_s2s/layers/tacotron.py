@@ -9,6 +9,7 @@ Example:
 from __future__ import annotations
 
 import keras
+import numpy as np
 from keras import ops
 
 from keras_s2s.layers.attention import masked_softmax
@@ -116,10 +117,27 @@ class Prenet(keras.layers.Layer):
             size = layer.units
         self.built = True
 
-    def call(self, x, training=False):
-        for layer in self.dense:
-            x = self.dropout_layer(layer(x), training=training or self.always_dropout)
+    def call(self, x, training=False, masks=None):
+        """`masks`: one dropout mask per layer (0 or 1 / (1 - dropout), drawn by the caller, e.g.
+        before a compiled loop); default this layer's own draws."""
+        for index, layer in enumerate(self.dense):
+            if masks is not None:
+                x = layer(x) * masks[index]
+            else:
+                x = self.dropout_layer(layer(x), training=training or self.always_dropout)
         return x
+
+    def draw_masks(self, leading_shape, rng) -> list:
+        """NumPy dropout masks [*leading_shape, units] for each layer (ones without dropout)."""
+        keep = 1.0 - self.dropout
+        masks = []
+        for units in self.units:
+            shape = (*leading_shape, units)
+            if self.dropout <= 0:
+                masks.append(np.ones(shape, np.float32))
+            else:
+                masks.append((rng.random(shape) < keep).astype(np.float32) / keep)
+        return masks
 
     def get_config(self):
         return {

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from keras import ops
 
-from keras_s2s.backend import is_tensorflow, tf
+from keras_s2s.backend import compile_with_weights, is_tensorflow, tf
 from keras_s2s.config import check_count
 from keras_s2s.data.audio import read_audio
 from keras_s2s.data.padding import round_up
@@ -155,12 +155,19 @@ class SpeechToText(ZooModel):
                 )
                 return decoded[0]
 
-            signature = [
-                tf.TensorSpec([None, None, self.num_features], tf.float32),
-                tf.TensorSpec([None], tf.int32),
-            ]
-            self._decoders[beam_width] = tf.function(decode, input_signature=signature)
+            self._decoders[beam_width] = compile_with_weights(
+                self, decode, input_signature=self._signature()
+            )
         return self._decoders[beam_width]
+
+    def _signature(self):
+        """TensorFlow's one-trace signature of the decoding functions (None elsewhere)."""
+        if not is_tensorflow():
+            return None
+        return [
+            tf.TensorSpec([None, None, self.num_features], tf.float32),
+            tf.TensorSpec([None], tf.int32),
+        ]
 
     def _log_probabilities(self):
         if "log_probabilities" not in self._decoders:
@@ -169,12 +176,8 @@ class SpeechToText(ZooModel):
                 logits, out_lengths = self._logits_and_lengths(features, lengths)
                 return ops.log_softmax(ops.cast(logits, "float32")), out_lengths
 
-            signature = [
-                tf.TensorSpec([None, None, self.num_features], tf.float32),
-                tf.TensorSpec([None], tf.int32),
-            ]
-            self._decoders["log_probabilities"] = tf.function(
-                log_probabilities, input_signature=signature
+            self._decoders["log_probabilities"] = compile_with_weights(
+                self, log_probabilities, input_signature=self._signature()
             )
         return self._decoders["log_probabilities"]
 
@@ -189,14 +192,14 @@ class SpeechToText(ZooModel):
             self.build()
         if lm is not None:
             log_probabilities, lengths = self._log_probabilities()(
-                tf.convert_to_tensor(features, tf.float32),
-                tf.convert_to_tensor(feature_lengths, tf.int32),
+                np.asarray(features, np.float32), np.asarray(feature_lengths, np.int32)
             )
-            return lm.decode(log_probabilities.numpy(), lengths.numpy())
-        ids = self._decoder(beam_width)(
-            tf.convert_to_tensor(features, tf.float32),
-            tf.convert_to_tensor(feature_lengths, tf.int32),
-        ).numpy()
+            return lm.decode(ops.convert_to_numpy(log_probabilities), ops.convert_to_numpy(lengths))
+        ids = ops.convert_to_numpy(
+            self._decoder(beam_width)(
+                np.asarray(features, np.float32), np.asarray(feature_lengths, np.int32)
+            )
+        )
         return [self.vocabulary.decode(row[row >= 0]) for row in ids]
 
     def transcribe(
@@ -222,10 +225,13 @@ class SpeechToText(ZooModel):
             self.build()
         rows = []
         for batch, lengths in self._feature_batches(audio, batch_size):
-            log_probabilities, out_lengths = self._log_probabilities()(
-                tf.convert_to_tensor(batch, tf.float32), tf.convert_to_tensor(lengths, tf.int32)
-            )
-            rows += [row[:n] for row, n in zip(log_probabilities.numpy(), out_lengths.numpy())]
+            log_probabilities, out_lengths = self._log_probabilities()(batch, lengths)
+            rows += [
+                row[:n]
+                for row, n in zip(
+                    ops.convert_to_numpy(log_probabilities), ops.convert_to_numpy(out_lengths)
+                )
+            ]
         return rows
 
     def _feature_batches(self, audio: list, batch_size: int):
@@ -235,12 +241,17 @@ class SpeechToText(ZooModel):
                 "this model has no feature extractor; load it with zoo.load(..., extractor=...)"
             )
         check_count("batch_size", batch_size)
-        # traced once: eager tf.signal is ~4x slower per utterance
-        if "features" not in self._decoders:
-            self._decoders["features"] = tf.function(
-                self.extractor.__call__, input_signature=[tf.TensorSpec([None], tf.float32)]
-            )
-        featurize = self._decoders["features"]
+        featurize = self.extractor.numpy_features  # other backends: NumPy
+        if is_tensorflow():  # traced once: eager tf.signal is ~4x slower per utterance
+            if "features" not in self._decoders:
+                self._decoders["features"] = tf.function(
+                    self.extractor.__call__, input_signature=[tf.TensorSpec([None], tf.float32)]
+                )
+            traced = self._decoders["features"]
+
+            def featurize(samples):
+                return traced(tf.constant(samples, tf.float32)).numpy()
+
         for start in range(0, len(audio), batch_size):
             feats = []
             for item in audio[start : start + batch_size]:
@@ -249,7 +260,7 @@ class SpeechToText(ZooModel):
                     if isinstance(item, np.ndarray)
                     else read_audio(item, self.extractor.sample_rate)
                 )
-                feats.append(featurize(tf.constant(samples, tf.float32)).numpy())
+                feats.append(featurize(np.asarray(samples, np.float32)))
             lengths = np.array([len(f) for f in feats], np.int32)
             width = round_up(lengths.max())
             batch = np.zeros((len(feats), width, self.num_features), np.float32)

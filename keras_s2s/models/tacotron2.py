@@ -31,7 +31,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_s2s.backend import is_tensorflow, tf
+from keras_s2s.backend import compile_with_weights, is_tensorflow, tf
 from keras_s2s.config import check_count
 from keras_s2s.layers import recurrent
 from keras_s2s.layers.dropout import Dropout
@@ -458,7 +458,67 @@ class Tacotron2(ZooModel):
 
     # --- inference --------------------------------------------------------------------------------
 
+    def _loop_inference(self, text, max_steps: int, prenet_masks):
+        """Free-running decoding as `keras.ops.while_loop` with preallocated outputs (JAX: `max_steps`
+        a Python int; the pre-net's always-on dropout masks [max_steps, B, units] drawn outside)."""
+        memory, mask = self.encode(text, training=False)
+        keys = self.attention.keys(memory)
+        batch, r, m = ops.shape(text)[0], self.reduction_factor, self.num_mels
+        threshold = self.settings["stop_threshold"]
+
+        def keep_going(i, previous, state, done, *_):
+            return ops.logical_and(i < max_steps, ops.logical_not(ops.all(done)))
+
+        def body(i, previous, state, done, lengths, frames, alignments):
+            features = self.prenet(
+                previous, masks=[ops.take(masks, i, axis=0) for masks in prenet_masks]
+            )
+            state, output, weights = self.decoder_step(features, state, memory, keys, mask)
+            step_frames = ops.reshape(self.frame_projection(output), (batch, r, m))
+            stop = ops.sigmoid(ops.cast(self.stop_projection(output)[:, 0], "float32")) > threshold
+            lengths = ops.where(ops.logical_and(stop, ops.logical_not(done)), (i + 1) * r, lengths)
+            frames = ops.slice_update(
+                frames, (i, 0, 0, 0), ops.cast(step_frames, frames.dtype)[None]
+            )
+            alignments = ops.slice_update(alignments, (i, 0, 0), weights[None])
+            return (
+                i + 1,
+                step_frames[:, -1],
+                state,
+                ops.logical_or(done, stop),
+                lengths,
+                frames,
+                alignments,
+            )
+
+        loop_vars = (
+            ops.convert_to_tensor(0, "int32"),
+            ops.zeros((batch, m), self.compute_dtype),
+            self.initial_state(memory),
+            ops.zeros((batch,), "bool"),
+            ops.full((batch,), max_steps * r, "int32"),
+            ops.zeros((max_steps, batch, r, m), self.compute_dtype),
+            ops.zeros((max_steps, batch, ops.shape(memory)[1]), "float32"),
+        )
+        *_, lengths, frames, alignments = ops.while_loop(keep_going, body, loop_vars)
+        mel = ops.reshape(ops.transpose(frames, (1, 0, 2, 3)), (batch, max_steps * r, m))
+        keep = (ops.arange(max_steps * r)[None, :] < lengths[:, None])[:, :, None]
+        mel = ops.cast(self.postnet_residual(mel, keep=keep), "float32")
+        return mel, lengths, ops.transpose(alignments, (1, 0, 2))
+
     def _inference(self):
+        if not is_tensorflow():
+            if "loop" not in self._functions:
+                self._functions["loop"] = compile_with_weights(
+                    self, self._loop_inference, static_argnames=("max_steps",)
+                )
+            loop = self._functions["loop"]
+
+            def infer(text, max_steps):
+                masks = self.prenet.draw_masks((int(max_steps), len(text)), np.random.default_rng())
+                return loop(text, max_steps=int(max_steps), prenet_masks=masks)
+
+            return infer
         if "infer" not in self._functions:
 
             def infer(text, max_steps):
@@ -552,7 +612,7 @@ class Tacotron2(ZooModel):
             batch[row, : len(sequence)] = sequence
         limit = int(max_decoder_steps or self.settings["max_decoder_steps"])
         mel, lengths, alignments = (
-            t.numpy() for t in self._inference()(tf.constant(batch), tf.constant(limit))
+            ops.convert_to_numpy(t) for t in self._inference()(batch, np.int32(limit))
         )
         r = self.reduction_factor
         return [
