@@ -27,12 +27,30 @@ from __future__ import annotations
 import importlib
 import importlib.util
 
-import keras
-
 
 def name() -> str:
     """The Keras backend in use: 'tensorflow', 'jax' or 'torch'."""
+    import keras  # here, not at the top: the lazy packages import this module without starting Keras
+
     return keras.backend.backend()
+
+
+def configured_name() -> str:
+    """The backend Keras will start with (KERAS_BACKEND, else ~/.keras/keras.json, else tensorflow),
+    read without importing Keras (which would start that backend)."""
+    import json
+    import os
+
+    if os.environ.get("KERAS_BACKEND"):
+        return os.environ["KERAS_BACKEND"]
+    config = os.path.join(
+        os.environ.get("KERAS_HOME", os.path.expanduser("~/.keras")), "keras.json"
+    )
+    try:
+        with open(config, encoding="utf-8") as handle:
+            return json.load(handle).get("backend", "tensorflow")
+    except (OSError, ValueError):
+        return "tensorflow"
 
 
 def is_tensorflow() -> bool:
@@ -69,6 +87,25 @@ def require_tensorflow(what: str):
             f"{name()!r}); install it (pip install tensorflow) or run {what} on a machine "
             "that has it"
         ) from error
+
+
+def lazy_attributes(package: str, public: dict):
+    """A package's `__getattr__` that imports its public names (name -> module) and submodules on first
+    use, so importing the package starts no TensorFlow.
+
+    Example:
+        >>> __getattr__ = lazy_attributes(__name__, {"get_strategy": "keras_s2s.distribution.strategies"})
+    """
+
+    def __getattr__(name: str):
+        if name in public:
+            return getattr(importlib.import_module(public[name]), name)
+        try:  # a submodule
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+    return __getattr__
 
 
 class _LazyTensorFlow:
@@ -108,6 +145,7 @@ def compile_with_weights(model, function, input_signature=None, static_argnames=
     if not is_jax():
         return function
     import jax
+    import keras
 
     def stateless(weights, *args, **kwargs):
         with keras.StatelessScope(state_mapping=list(zip(model.variables, weights))):

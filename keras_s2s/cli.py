@@ -468,9 +468,16 @@ def _lm_settings(args) -> tuple[str | None, float, float]:
 
 
 def _export(args) -> None:
+    from keras_s2s import backend
     from keras_s2s.files import atomic_write
     from keras_s2s.training.runner import load_model
 
+    if args.format == "saved_model" and backend.configured_name() != "tensorflow":
+        raise ValueError(
+            f"--format saved_model needs Keras's TensorFlow backend (this runs on "
+            f"{backend.configured_name()!r}): run the export with KERAS_BACKEND=tensorflow where "
+            "TensorFlow is installed (the run's weights load there), or use --format keras"
+        )
     model = load_model(args.model)
     if args.quantization and args.format != "ctranslate2":
         raise ValueError("--quantization is for --format ctranslate2")
@@ -613,6 +620,12 @@ def _import_tensorflow_quietly() -> None:
     log level at errors only. Python errors still show; the user's own TF_CPP_MIN_LOG_LEVEL, or
     `--verbose`, leaves everything as TensorFlow prints it (the caller skips this)."""
     if "tensorflow" in sys.modules:
+        return
+    from keras_s2s import backend
+
+    if (
+        backend.configured_name() != "tensorflow"
+    ):  # JAX: TensorFlow only where needed (maybe absent)
         return
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
     sys.stderr.flush()

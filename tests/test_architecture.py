@@ -4,6 +4,7 @@ Reads the source with `ast` (imports inside functions included); imports nothing
 """
 
 import ast
+import os
 from pathlib import Path
 
 import pytest
@@ -170,6 +171,25 @@ def test_help_and_list_start_no_tensorflow(command):
         assert "gnmt_demo" in result.stdout and "Transformer big" in result.stdout
 
 
+def test_the_lazy_packages_start_no_keras():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, keras_s2s.data, keras_s2s.distribution, keras_s2s.backend\n"
+        "keras_s2s.data.manifest\n"
+        "print('keras' in sys.modules, 'tensorflow' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False"]
+
+
+@pytest.mark.skipif(
+    os.environ.get("KERAS_BACKEND", "tensorflow") != "tensorflow", reason="TensorFlow's lines"
+)
 def test_commands_hide_tensorflows_start_up_lines_unless_asked(tmp_path):
     import os
     import subprocess

@@ -157,3 +157,72 @@ def test_each_loss_scale_rule_moves_the_scale_by_its_definition(algorithm):
         assert set(scales) == {1024.0}
     else:
         assert len(set(scales)) > 1  # the rule moved the scale
+
+
+def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
+    from keras_s2s.data.pipeline import BucketedPairs
+
+    rng = np.random.default_rng(0)
+    pairs = [
+        (
+            list(rng.integers(4, 50, rng.integers(1, 30))) + [3],
+            list(rng.integers(4, 50, rng.integers(1, 30))),
+        )
+        for _ in range(200)
+    ]
+    batches = BucketedPairs(pairs, [16, 16, 8, 8], bucket_width=8, shuffle=True, seed=1)
+    seen = []
+    for index in range(len(batches)):
+        inputs, labels = batches[index]
+        width = inputs["source"].shape[1]
+        assert (
+            width % 8 == 0 and inputs["target_in"].shape == labels.shape == inputs["source"].shape
+        )
+        assert (inputs["target_in"][:, 0] == 2).all()  # BOS
+        for source, target_in in zip(inputs["source"], inputs["target_in"]):
+            seen.append((tuple(source[source > 0]), tuple(target_in[1:][target_in[1:] > 0])))
+    assert sorted(seen) == sorted((tuple(s), tuple(t)) for s, t in pairs)
+    widths = {(size, width) for size, width in batches.shapes()}
+    assert len({width for _, width in widths}) <= 4  # one padded width per bucket
+    endless = BucketedPairs(pairs, [16, 16, 8, 8], drop_remainder=True, repeat=True, seed=1)
+    assert endless.num_batches is None
+    first = [endless[i][0]["source"].shape for i in range(len(endless))]
+    assert all(shape[0] in (16, 8) for shape in first)
+    assert len({endless[i][0]["source"].shape for i in range(3 * len(endless))}) <= 4
+
+
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_cli.py covers TensorFlow")
+def test_the_command_line_trains_evaluates_and_translates_without_tensorflow(tmp_path, capsys):
+    import sys as system
+
+    from keras_s2s import cli
+
+    run = tmp_path / "run"
+    tiny = dict(units=16, num_layers=2, num_train=200, num_valid=16, num_test=8, vocab_size=200)
+    tiny.update(batch_size=16, max_length=40, decode_max_length=16, epochs=1, steps_per_epoch=4)
+    flags = [item for key, value in tiny.items() for item in ("--set", f"{key}={value}")]
+    assert cli.main(["train", "gnmt_demo", "--data", "demo", "--out", str(run), *flags]) == 0
+    assert "held-out BLEU" in capsys.readouterr().out
+    assert {"model.keras", "history.json", "fit.json", "eval.json", "preset"} <= {
+        p.name for p in run.iterdir()
+    }
+    assert "tensorflow" not in system.modules
+    (tmp_path / "in.txt").write_text("the dog sees a cat\n")
+    assert (
+        cli.main(
+            [
+                "translate",
+                "--model",
+                str(run),
+                "--input",
+                str(tmp_path / "in.txt"),
+                "--beam-width",
+                "2",
+            ]
+        )
+        == 0
+    )
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1
+    assert cli.main(["export", "--model", str(run), "--out", str(tmp_path / "served")]) == 2
+    assert "needs Keras's TensorFlow backend" in capsys.readouterr().err
+    assert not (tmp_path / "served").exists()

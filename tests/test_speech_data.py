@@ -26,6 +26,25 @@ def test_tf_signal_features_match_librosa(kind, size, normalize):
     reference = librosa_features(tone(), extractor)
     assert ours.shape == reference.shape == (extractor.num_frames(16000), extractor.feature_size)
     np.testing.assert_allclose(ours, reference, atol=1e-3)
+    # the NumPy path (JAX and other backends) computes the same features
+    np.testing.assert_allclose(extractor.numpy_features(tone()), ours, atol=1e-3)
+    assert extractor.numpy_features(np.zeros(10, np.float32)).shape == (1, extractor.feature_size)
+
+
+@pytest.mark.parametrize(
+    "rate, n_fft, bands, fmin, fmax", [(16000, 512, 64, 0, 8000), (22050, 1024, 80, 125, 7600)]
+)
+def test_the_mel_filterbank_is_librosas(rate, n_fft, bands, fmin, fmax):
+    import librosa
+
+    from keras_s2s.data.speech_features import dct_ortho, mel_filterbank
+
+    expected = librosa.filters.mel(sr=rate, n_fft=n_fft, n_mels=bands, fmin=fmin, fmax=fmax)
+    np.testing.assert_allclose(mel_filterbank(rate, n_fft, bands, fmin, fmax), expected, atol=1e-7)
+    x = np.random.default_rng(0).standard_normal((3, 20)).astype(np.float32)
+    import scipy.fft
+
+    np.testing.assert_allclose(dct_ortho(x), scipy.fft.dct(x, type=2, norm="ortho"), atol=1e-5)
 
 
 def test_feature_settings_dither_and_round_trip():

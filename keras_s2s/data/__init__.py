@@ -5,7 +5,7 @@ TensorFlow (eSpeak NG synthesis, manifests, text) starts without it: the
 speech-corpus builder's child processes import only what they use.
 """
 
-import importlib
+from keras_s2s.backend import lazy_attributes
 
 _PUBLIC = {
     "CorpusError": "keras_s2s.data.corpus",
@@ -19,11 +19,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name]), name)
-    try:  # a submodule: keras_s2s.data.speech, ...
-        return importlib.import_module(f"keras_s2s.data.{name}")
-    except ModuleNotFoundError:
-        raise AttributeError(f"module 'keras_s2s.data' has no attribute '{name}'") from None
+__getattr__ = lazy_attributes(__name__, _PUBLIC)

@@ -1,8 +1,11 @@
-"""`tf.data` input pipelines for translation.
+"""Input pipelines for translation: `tf.data` on TensorFlow, a `keras.utils.PyDataset` elsewhere.
 
 Sentences are tokenized once (SentencePiece is fast and exact in Python),
 then `tf.data` filters by length, shuffles, buckets by length, pads each batch
-to a multiple of 8 (under mixed precision) and prefetches.
+to a multiple of 8 (under mixed precision) and prefetches. On other backends
+(JAX: no TensorFlow on the GPU machine) `BucketedPairs` does the same in
+NumPy, padding every batch of a bucket to the bucket's upper bound, so that
+`jax.jit` compiles one training step per bucket, not one per batch.
 
 Example:
     >>> ds = make_dataset(sources, targets, tokenizer, batch_size=64)
@@ -13,9 +16,10 @@ from __future__ import annotations
 
 import logging
 
+import keras
 import numpy as np
 
-from keras_s2s.backend import tf
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.data.padding import pad_time_to_multiple, round_up
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID
 
@@ -105,6 +109,22 @@ def make_dataset(
             when that is at least 8) instead of `batch_size`.
     """
     pairs = encode_pairs(sources, targets, tokenizer, max_length)
+    if not is_tensorflow():
+        return BucketedPairs(
+            pairs,
+            bucket_batch_sizes(
+                list(range(bucket_width, max_length + 1, bucket_width)),
+                batch_size,
+                batch_tokens,
+                max_length,
+            ),
+            bucket_width,
+            max(pad_to_multiple, 1),
+            shuffle=shuffle,
+            repeat=repeat,
+            drop_remainder=drop_remainder or (shuffle and repeat),
+            seed=seed,
+        )
     source = _ragged([s for s, _ in pairs])
     target_in = _ragged([[BOS_ID] + t for _, t in pairs])
     target_out = _ragged([t + [EOS_ID] for _, t in pairs])
@@ -134,3 +154,109 @@ def make_dataset(
         return {"source": s, "target_in": ti}, to
 
     return ds.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
+
+
+def _padded(rows: list[list[int]], width: int) -> np.ndarray:
+    batch = np.zeros((len(rows), width), np.int32)
+    for index, row in enumerate(rows):
+        batch[index, : len(row)] = row
+    return batch
+
+
+class BucketedPairs(keras.utils.PyDataset):
+    """Bucketed, padded teacher-forcing batches in NumPy: what `make_dataset` gives on TensorFlow,
+    as a `keras.utils.PyDataset` for the other backends.
+
+    A pair goes to the bucket of its longer side (source + EOS, BOS + target) in
+    steps of `bucket_width`; every batch of a bucket is padded to the bucket's
+    upper bound (rounded up to `pad_to_multiple`), so there are at most as many
+    batch shapes as buckets (plus the last, smaller batch of each bucket unless
+    `drop_remainder`). Batches are drawn in a shuffled order, reshuffled each
+    pass; `repeat` makes the dataset endless (Keras then counts steps itself).
+
+    Example:
+        >>> batches = BucketedPairs(pairs, [64] * 9, bucket_width=8)
+        >>> inputs, labels = batches[0]     # {"source": [64, 16], "target_in": [64, 16]}, [64, 16]
+    """
+
+    def __init__(
+        self,
+        pairs,
+        batch_sizes: list[int],
+        bucket_width: int = 8,
+        pad_to_multiple: int = 8,
+        shuffle: bool = True,
+        repeat: bool = False,
+        drop_remainder: bool = False,
+        seed: int = 0,
+    ):
+        super().__init__()
+        self.pairs, self.batch_sizes = list(pairs), list(batch_sizes)
+        self.bucket_width, self.pad_to_multiple = bucket_width, pad_to_multiple
+        self.shuffle, self.repeat, self.drop_remainder = shuffle, repeat, drop_remainder
+        self.rng = np.random.default_rng(seed)
+        self.buckets: dict[int, list[int]] = {}
+        for index, (source, target) in enumerate(self.pairs):
+            longest = max(len(source), len(target) + 1)
+            bucket = min((longest - 1) // bucket_width, len(self.batch_sizes) - 1)
+            self.buckets.setdefault(bucket, []).append(index)
+        self.passes = 0
+        self.batches = self._plan()
+        if not self.batches:
+            raise ValueError(
+                "no whole batch: fewer pairs in every length bucket than the batch size "
+                "(use a smaller batch_size or keep the last, smaller batch)"
+            )
+        log.info(
+            "%d batches a pass in %d shapes (one compiled step each)",
+            len(self.batches),
+            len(self.shapes()),
+        )
+
+    def _plan(self) -> list[tuple[int, list[int]]]:
+        """(bucket, pair indices) of every batch of one pass, in the order they are served."""
+        batches = []
+        for bucket, members in sorted(self.buckets.items()):
+            members = list(members)
+            if self.shuffle:
+                self.rng.shuffle(members)
+            size = self.batch_sizes[bucket]
+            for start in range(0, len(members), size):
+                chunk = members[start : start + size]
+                if len(chunk) == size or not self.drop_remainder:
+                    batches.append((bucket, chunk))
+        if self.shuffle:
+            order = self.rng.permutation(len(batches))
+            batches = [batches[i] for i in order]
+        return batches
+
+    def _width(self, bucket: int) -> int:
+        return round_up((bucket + 1) * self.bucket_width, self.pad_to_multiple)
+
+    def shapes(self) -> set[tuple[int, int]]:
+        """The (batch, length) shapes the batches of a pass have."""
+        return {(len(chunk), self._width(bucket)) for bucket, chunk in self.batches}
+
+    @property
+    def num_batches(self):
+        return None if self.repeat else len(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index: int):
+        passes, position = divmod(index, len(self.batches))
+        while self.repeat and passes > self.passes:  # an endless dataset: the next pass, reshuffled
+            self.batches, self.passes = self._plan(), self.passes + 1
+        bucket, chunk = self.batches[position]
+        width = self._width(bucket)
+        pairs = [self.pairs[i] for i in chunk]
+        inputs = {
+            "source": _padded([s for s, _ in pairs], width),
+            "target_in": _padded([[BOS_ID] + t for _, t in pairs], width),
+        }
+        return inputs, _padded([t + [EOS_ID] for _, t in pairs], width)
+
+    def on_epoch_end(self):
+        if self.shuffle and not self.repeat:
+            self.batches = self._plan()

@@ -10,11 +10,11 @@ Example:
     '2 replica(s)'
 """
 
-import importlib
+from keras_s2s.backend import lazy_attributes
 
 _PUBLIC = {
     "HybridParallel": "keras_s2s.distribution.placement",
-    "MultiWorkerStrategy": "keras_s2s.distribution.strategies",
+    "MultiWorkerStrategy": "keras_s2s.distribution.multiworker",
     "describe_strategy": "keras_s2s.distribution.strategies",
     "get_strategy": "keras_s2s.distribution.strategies",
     "is_chief": "keras_s2s.distribution.strategies",
@@ -23,11 +23,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name]), name)
-    try:  # a submodule: keras_s2s.distribution.placement, ...
-        return importlib.import_module(f"keras_s2s.distribution.{name}")
-    except ModuleNotFoundError:
-        raise AttributeError(f"module 'keras_s2s.distribution' has no attribute '{name}'") from None
+__getattr__ = lazy_attributes(__name__, _PUBLIC)

@@ -12,8 +12,7 @@ import json
 import logging
 import os
 
-import tensorflow as tf
-
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.config import STRATEGIES
 from keras_s2s.distribution.placement import HybridParallel, check_devices
 
@@ -22,32 +21,6 @@ log = logging.getLogger("keras_s2s")
 # One MirroredStrategy per device set and process: separate instances number their collective ops
 # alike, and two models trained under two of them in one process abort with a shape mismatch.
 _mirrored: dict[tuple, tf.distribute.MirroredStrategy] = {}
-
-
-class MultiWorkerStrategy(tf.distribute.MultiWorkerMirroredStrategy):
-    """`MultiWorkerMirroredStrategy` whose `reduce` takes what Keras 3.15's `fit` passes it.
-
-    `fit` reduces (a) its first batch, a nested structure of per-replica
-    values, to learn the input shapes, and (b) every scalar it logs with
-    `axis=0`. `MultiWorkerMirroredStrategy.reduce` accepts neither
-    (keras-team/keras#20585: "Attempt to convert a value (PerReplica ...)").
-    This `reduce` maps over structures and reduces a scalar across replicas
-    without an axis; everything else is the parent's collective reduce.
-    """
-
-    def reduce(self, reduce_op, value, axis):
-        def reduce_one(v):
-            local = (
-                self.experimental_local_results(v)[0]
-                if isinstance(v, tf.distribute.DistributedValues)
-                else v
-            )
-            rank = getattr(local, "shape", tf.TensorShape([])).rank
-            return super(MultiWorkerStrategy, self).reduce(
-                reduce_op, v, None if rank == 0 else axis
-            )
-
-        return tf.nest.map_structure(reduce_one, value)
 
 
 def tf_config_for(workers: list[str], index: int) -> str:
@@ -104,6 +77,10 @@ def get_strategy(
             `hybrid` (default: all GPUs when several, else the logical CPUs).
         time_chunks: int. `hybrid` only: pipelining pieces of each sequence.
     """
+    if not is_tensorflow():  # JAX: keras.distribution behind the same surface
+        from keras_s2s.distribution.jax_parallel import distribution_for
+
+        return distribution_for(name)
     if isinstance(name, (tf.distribute.Strategy, HybridParallel)):
         return name
     if name not in STRATEGIES:
@@ -127,6 +104,8 @@ def get_strategy(
         if key not in _mirrored:
             _mirrored[key] = tf.distribute.MirroredStrategy(devices=devices)
         return _mirrored[key]
+    from keras_s2s.distribution.multiworker import MultiWorkerStrategy
+
     return MultiWorkerStrategy()
 
 
@@ -134,7 +113,7 @@ def describe_strategy(strategy) -> str:
     """`2 replica(s)`, or `hybrid over 2 device(s)`, for progress messages."""
     if isinstance(strategy, HybridParallel):
         return f"hybrid over {len(strategy.devices)} device(s)"
-    if isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    if is_tensorflow() and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         workers = _count_workers(strategy.cluster_resolver.cluster_spec().as_dict()) or 1
         return f"{strategy.num_replicas_in_sync} replica(s) on {workers} worker(s)"
     return f"{strategy.num_replicas_in_sync} replica(s)"

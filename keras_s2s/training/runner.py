@@ -38,7 +38,7 @@ import keras
 import yaml
 
 from keras_s2s import tasks, zoo
-from keras_s2s.backend import tf
+from keras_s2s.backend import is_tensorflow, tensorflow_available, tf
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.fitting import settings_to_fit
 from keras_s2s.distribution import describe_strategy, get_strategy, is_chief
@@ -226,8 +226,10 @@ def train(
             "training.schedule deadline decays by the share of the time budget spent: give "
             "--time-limit (or training.time_limit), or another schedule"
         )
-    if card.training.get("time_limit") and isinstance(
-        strategy, tf.distribute.MultiWorkerMirroredStrategy
+    if (
+        card.training.get("time_limit")
+        and is_tensorflow()
+        and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
     ):
         raise ValueError(
             "training.time_limit is not supported with several workers yet (each worker's clock "
@@ -292,8 +294,14 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         backup,  # after the checkpoint: the backup commits the epoch
         # after the backup: keeps the restored state
         NonFiniteGuard(**card.training.get("nonfinite", {})),
-        keras.callbacks.TensorBoard(str(write_dir / "logs")),
     ]
+    if tensorflow_available():
+        callbacks.append(keras.callbacks.TensorBoard(str(write_dir / "logs")))
+    else:
+        log.info(
+            "TensorBoard logs need TensorFlow, which is not installed here: the run's logs are "
+            "history.json and fit.json"
+        )
     if time_limit:
         callbacks.insert(2, TimeLimit(parse_duration(time_limit), backup.seconds_spent))
     if card.training.get("schedule") == "deadline":
@@ -316,16 +324,23 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     )
     fit_clock = _clock()
     # 0, or the epochs an interrupted run had finished; in the strategy's scope, as fit builds the slots
-    with model_obj.distribute_strategy.scope():
+    scope = model_obj.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
+    with scope:
         initial_epoch = backup.restore(model_obj)
         if initial_epoch == 0 and card.training.get("init_from"):
             zoo.load_initial_weights(model_obj, card, card.training["init_from"])
             print(f"starting from the weights of {card.training['init_from']}")
+    validation = {}
+    if task.valid is not None and is_tensorflow():
+        # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
+        validation = dict(
+            validation_data=task.valid.repeat(), validation_steps=sum(1 for _ in task.valid)
+        )
+    elif task.valid is not None:  # a PyDataset: one pass each epoch
+        validation = dict(validation_data=task.valid)
     model_obj.fit(
         task.train,
-        # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
-        validation_data=task.valid.repeat() if task.valid is not None else None,
-        validation_steps=sum(1 for _ in task.valid) if task.valid is not None else None,
+        **validation,
         epochs=epochs,
         initial_epoch=initial_epoch,
         steps_per_epoch=steps_per_epoch,
