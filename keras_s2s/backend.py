@@ -73,22 +73,6 @@ def tensorflow_available() -> bool:
         return False
 
 
-def require_tensorflow(what: str):
-    """The `tensorflow` module, or a clear error saying that `what` needs it.
-
-    Example:
-        >>> tf = require_tensorflow("SavedModel export")
-    """
-    try:
-        return importlib.import_module("tensorflow")
-    except ImportError as error:
-        raise RuntimeError(
-            f"{what} needs TensorFlow, which is not installed here (Keras backend "
-            f"{name()!r}); install it (pip install tensorflow) or run {what} on a machine "
-            "that has it"
-        ) from error
-
-
 def lazy_attributes(package: str, public: dict):
     """A package's `__getattr__` that imports its public names (name -> module) and submodules on first
     use, so importing the package starts no TensorFlow.
@@ -157,12 +141,3 @@ def compile_with_weights(model, function, input_signature=None, static_argnames=
         return compiled([v.value for v in model.variables], *args, **kwargs)
 
     return call
-
-
-def jax_platform() -> str | None:
-    """'gpu', 'cpu', 'tpu' for the JAX default device, None when JAX is not the backend."""
-    if not is_jax():
-        return None
-    import jax
-
-    return jax.default_backend()

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import logging
 
-import keras
 import numpy as np
+from keras import ops
 
 from keras_s2s import backend
 from keras_s2s.config import check_count
@@ -31,9 +31,7 @@ log = logging.getLogger("keras_s2s")
 
 def positions_of(ids):
     """Position indices [B, T] (0, 1, ...) of a batch of ids [B, T]."""
-    return keras.ops.broadcast_to(
-        keras.ops.arange(keras.ops.shape(ids)[1])[None, :], keras.ops.shape(ids)
-    )
+    return ops.broadcast_to(ops.arange(ops.shape(ids)[1])[None, :], ops.shape(ids))
 
 
 class Seq2SeqLM(ZooModel):
@@ -105,8 +103,8 @@ class Seq2SeqLM(ZooModel):
             return
         length = min(8, self.max_positions_limit or 8)
         dummy = {
-            "source": keras.ops.ones((1, length), "int32"),
-            "target_in": keras.ops.ones((1, length), "int32"),
+            "source": ops.ones((1, length), "int32"),
+            "target_in": ops.ones((1, length), "int32"),
         }
         self.call(dummy, training=False)  # builds every sublayer
         self.built = True
@@ -128,7 +126,6 @@ class Seq2SeqLM(ZooModel):
 
     def score(self, source_ids, output_ids):
         """Teacher-forced log-probability [B] and length [B] of each output row, up to and including EOS."""
-        ops = keras.ops
         output_ids = ops.cast(output_ids, "int32")
         bos = ops.full((ops.shape(output_ids)[0], 1), BOS_ID, "int32")
         target_in = ops.concatenate([bos, output_ids[:, :-1]], axis=1)
@@ -146,7 +143,6 @@ class Seq2SeqLM(ZooModel):
         self, source_ids, limits, beam_width: int, alpha: float, beta: float, max_length=None
     ):
         """Beam search; without a coverage penalty, keeps the greedy hypothesis where it scores higher."""
-        ops = keras.ops
         ids, log_probs, lengths = beam_search(
             self, source_ids, beam_width, limits, alpha, beta, max_length
         )
@@ -170,7 +166,6 @@ class Seq2SeqLM(ZooModel):
     ):
         """Most output tokens (EOS included) for each source row [B]: `ratio * source tokens + offset`
         (None: no ratio), never more than `max_length` (default `decode_max_length`) or `max_positions`."""
-        ops = keras.ops
         cap = int(max_length or self.decode_max_length)
         if self.max_positions_limit is not None:
             cap = min(cap, self.max_positions_limit)
@@ -260,7 +255,7 @@ class Seq2SeqLM(ZooModel):
                     "position embeddings represent (max_positions); split or shorten it"
                 )
             source_ids = source_ids[:, :limit]
-        limits = keras.ops.convert_to_numpy(
+        limits = ops.convert_to_numpy(
             self.output_limits(source_ids, max_length, max_length_ratio, max_length_offset)
         )
         decoder = self._decoder(beam_width, float(length_penalty), float(coverage_penalty))
@@ -269,7 +264,7 @@ class Seq2SeqLM(ZooModel):
             ids = decoder(source_ids, limits)
         else:  # a static output width, rounded up so that few widths are compiled
             ids = decoder(source_ids, limits, max_length=round_up(longest))
-        return keras.ops.convert_to_numpy(ids)[:, :longest]
+        return ops.convert_to_numpy(ids)[:, :longest]
 
     def translate(
         self,
