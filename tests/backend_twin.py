@@ -8,7 +8,11 @@ script under JAX with TensorFlow blocked:
 
     KERAS_BACKEND=jax python tests/no_tensorflow.py tests/backend_twin.py DIR
 
-which writes DIR/ARCH.jax.npz from DIR/ARCH.weights.h5 and DIR/ARCH.batch.npz.
+which writes DIR/ARCH.jax.npz from DIR/ARCH.weights.h5 and DIR/ARCH.batch.npz;
+then trains each model one more epoch on JAX and writes its weights and
+outputs (DIR/ARCH.jax.weights.h5, DIR/ARCH.jax-trained.npz) for TensorFlow to
+load; and decodes with the shipped presets, trained on TensorFlow
+(`preset_outputs`, DIR/presets.jax.npz).
 """
 
 from __future__ import annotations
@@ -122,8 +126,9 @@ def batch(architecture: str, model, size: int = 4, seed: int = 0):
     return inputs, rng.integers(1, model.vocab_size, (size, 6)).astype("int32")
 
 
-def outputs(architecture: str, model, inputs, labels) -> dict:
-    """Float32 loss and outputs of the model (inference mode), and its decoded ids where it decodes."""
+def outputs(architecture: str, model, inputs, labels, decode: bool = True) -> dict:
+    """Float32 loss and outputs of the model (inference mode), and its decoded ids where it decodes
+    (unless `decode` is False)."""
     result = {
         "loss": np.float32(model.evaluate(inputs, labels, verbose=0, return_dict=True)["loss"])
     }
@@ -133,6 +138,8 @@ def outputs(architecture: str, model, inputs, labels) -> dict:
         result["stop"] = keras.ops.convert_to_numpy(predicted["stop"])
         return result
     result["logits"] = keras.ops.convert_to_numpy(predicted)
+    if not decode:
+        return result
     if architecture in TEXT:
         source = inputs["source"]
         result["greedy"] = model.generate(source, max_length=10)
@@ -149,6 +156,21 @@ def outputs(architecture: str, model, inputs, labels) -> dict:
     return result
 
 
+def preset_outputs(speech: str) -> dict:
+    """Ids and transcripts of the shipped demo presets (GNMT and Jasper, trained on TensorFlow): a few
+    demo sentences translated (greedy and beam 3), and the WAV file `speech` transcribed."""
+    from keras_s2s import zoo
+
+    sentences = ["the dog sees a cat", "a small bird sings in the old tree", "my friend is here"]
+    translator = zoo.load("gnmt_demo", weights="demo")
+    recognizer = zoo.load("jasper_demo", weights="demo")
+    return {
+        "greedy": np.asarray(translator.translate(sentences)),
+        "beam": np.asarray(translator.translate(sentences, beam_width=3)),
+        "transcript": np.asarray(recognizer.transcribe([speech])),
+    }
+
+
 def main(directory: str) -> None:
     for architecture in ARCHITECTURES:
         model = build(architecture)
@@ -159,7 +181,14 @@ def main(directory: str) -> None:
             f"{directory}/{architecture}.jax.npz",
             **outputs(architecture, model, inputs, saved["labels"]),
         )
+        model.fit(inputs, saved["labels"], epochs=1, verbose=0)  # weights only JAX has computed
+        model.save_weights(f"{directory}/{architecture}.jax.weights.h5")
+        np.savez(
+            f"{directory}/{architecture}.jax-trained.npz",
+            **outputs(architecture, model, inputs, saved["labels"], decode=False),
+        )
         print(architecture, "done", flush=True)
+    np.savez(f"{directory}/presets.jax.npz", **preset_outputs(f"{directory}/speech.wav"))
 
 
 if __name__ == "__main__":

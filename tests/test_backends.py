@@ -2,6 +2,7 @@
 pass (TensorFlow blocked, see conftest.py), and the TensorFlow pass also checks that JAX computes
 the same losses, outputs and decoded ids from the same weights."""
 
+import json
 import math
 import os
 import subprocess
@@ -51,6 +52,11 @@ def test_every_architecture_trains_reloads_and_decodes(architecture, tmp_path):
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="compares TensorFlow with a JAX subprocess")
 def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
     pytest.importorskip("jax")
+    from keras_s2s.data.audio import resample, write_wav
+    from keras_s2s.data.espeak import synthesize
+
+    speech = resample(*synthesize("the red dog runs to my friend", voice="en-us"), 16000)
+    write_wav(tmp_path / "speech.wav", speech, 16000)
     expected = {}
     for architecture in twin.ARCHITECTURES:
         model = twin.build(architecture)
@@ -80,6 +86,19 @@ def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
     for architecture, tensorflow_outputs in expected.items():
         jax_outputs = dict(np.load(tmp_path / f"{architecture}.jax.npz"))
         _equal_outputs(tensorflow_outputs, jax_outputs)
+        # the other way: weights trained on JAX, loaded here (losses and outputs; decoded ids of
+        # these barely trained models can flip on near-ties, which the first direction checks)
+        model = twin.build(architecture)
+        model.load_weights(tmp_path / f"{architecture}.jax.weights.h5")
+        saved = np.load(tmp_path / f"{architecture}.batch.npz")
+        inputs = {key[3:]: saved[key] for key in saved.files if key.startswith("in_")}
+        trained = dict(np.load(tmp_path / f"{architecture}.jax-trained.npz"))
+        here = twin.outputs(architecture, model, inputs, saved["labels"], decode=False)
+        _equal_outputs({key: trained[key] for key in here}, here)
+    # the shipped presets (trained on TensorFlow) decode the same on JAX
+    presets = twin.preset_outputs(str(tmp_path / "speech.wav"))
+    _equal_outputs(presets, dict(np.load(tmp_path / "presets.jax.npz")))
+    assert presets["transcript"][0].startswith("the red dog")  # a sentence the demo corpus lacks
 
 
 def _apply(optimizer, grads, variables):
@@ -226,3 +245,161 @@ def test_the_command_line_trains_evaluates_and_translates_without_tensorflow(tmp
     assert cli.main(["export", "--model", str(run), "--out", str(tmp_path / "served")]) == 2
     assert "needs Keras's TensorFlow backend" in capsys.readouterr().err
     assert not (tmp_path / "served").exists()
+
+
+def _tone_utterances(folder: Path, seconds: list[float], rate: int) -> list:
+    """(Utterance, seconds) of tones of the given lengths, written as WAV files in `folder`."""
+    from keras_s2s.data.audio import write_wav
+    from keras_s2s.data.manifest import Utterance
+
+    utterances = []
+    for index, length in enumerate(seconds):
+        time = np.arange(int(length * rate)) / rate
+        path = folder / f"{index}.wav"
+        write_wav(path, 0.3 * np.sin(2 * np.pi * (200 + 40 * index) * time), rate)
+        words = " ".join(["abc", "de", "f"][: 1 + index % 3])
+        utterances.append((Utterance(path, words, index + 1), length))
+    return utterances
+
+
+def test_speech_batches_serve_every_utterance_once_a_pass_in_one_shape_per_bucket(tmp_path):
+    from keras_s2s.data.audio import read_audio
+    from keras_s2s.data.characters import CharVocabulary
+    from keras_s2s.data.speech import SpeechBatches
+    from keras_s2s.data.speech_features import FeatureExtractor
+
+    lengths = [0.3, 0.45, 0.6, 0.9, 1.1, 1.3, 1.6, 0.35, 0.5, 1.2, 0.7]
+    utterances = _tone_utterances(tmp_path, lengths, 16000)
+    extractor, vocabulary = FeatureExtractor(num_features=16), CharVocabulary()
+    batches = SpeechBatches(
+        utterances, extractor, vocabulary, batch_size=3, shuffle=False, bucket_seconds=0.5
+    )
+    served = {}
+    for index in range(len(batches)):
+        inputs, labels = batches[index]
+        size, frames, _ = inputs["features"].shape
+        assert (size, frames, labels.shape[1]) in batches.shapes() and frames % 8 == 0
+        for features, length, label in zip(inputs["features"], inputs["feature_lengths"], labels):
+            served[int(length)] = (features, label)
+    assert len(batches.shapes()) <= len(batches.buckets) + 1
+    with pytest.raises(IndexError):
+        batches[len(batches)]
+    for utterance, _ in utterances:  # each one once, its features those of the extractor
+        expected = extractor.numpy_features(read_audio(utterance.path, 16000))
+        features, label = served.pop(len(expected))
+        np.testing.assert_allclose(features[: len(expected)], expected, atol=1e-5)
+        assert not features[len(expected) :].any()
+        encoded = vocabulary.encode(utterance.transcript)
+        assert list(label[: len(encoded)]) == encoded and not label[len(encoded) :].any()
+    # augmented and endless: slowed speech still fits its bucket; the same seed, the same batches
+    settings = {
+        "speed": [0.8, 1.2],
+        "noise_snr_db": [20, 30],
+        "time_masks": 1,
+        "time_mask_width": 5,
+    }
+    endless = [
+        SpeechBatches(utterances, extractor, vocabulary, batch_size=2, repeat=True, augment=settings,
+                      bucket_seconds=0.5, seed=3, workers=2)
+        for _ in range(2)
+    ]  # fmt: skip
+    assert endless[0].num_batches is None
+    shapes = set()
+    for index in range(3 * len(endless[0])):
+        first, second = endless[0][index], endless[1][index]
+        np.testing.assert_array_equal(first[0]["features"], second[0]["features"])
+        lengths_in = first[0]["feature_lengths"]
+        assert (lengths_in <= first[0]["features"].shape[1]).all()
+        shapes.add(first[0]["features"].shape)
+    assert len(shapes) <= len(endless[0].shapes())
+
+
+def test_mel_batches_pad_with_silence_past_every_utterance_to_the_reduction_factor(tmp_path):
+    from keras_s2s.data.tts import MelBatches, mel_extractor, tts_vocabulary
+
+    extractor = mel_extractor(sample_rate=16000, num_features=20)
+    utterances = _tone_utterances(tmp_path, [0.3, 0.5, 0.8, 1.1, 0.4], 16000)
+    batches = MelBatches(
+        utterances, extractor, tts_vocabulary(), reduction_factor=3, batch_size=2, tail_steps=2,
+        shuffle=True, bucket_seconds=0.5,
+    )  # fmt: skip
+    silence = np.log(extractor.log_floor)
+    for index in range(len(batches)):
+        inputs, mel = batches[index]
+        assert mel is inputs["mel"] and mel.shape[1] % 3 == 0 and mel.shape[2] == 20
+        assert inputs["text"].shape[1] % 8 == 0
+        for frames, length in zip(mel, inputs["mel_lengths"]):
+            assert length + 2 * 3 <= len(frames), "tail_steps decoder steps of silence at least"
+            assert np.all(frames[length:] == np.float32(silence))
+            assert not np.all(frames[length - 1] == np.float32(silence))
+    assert len(batches.cache) == len(utterances), "every mel target computed once and kept"
+
+
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_cli.py and test_tts.py cover it")
+def test_speech_commands_run_without_tensorflow(tmp_path, capsys, monkeypatch):
+    """Recognition and synthesis through `keras-s2s` on JAX: train (NumPy input pipelines), evaluate,
+    transcribe, synthesize and average, with `import tensorflow` blocked."""
+    import sys as system
+
+    from tiny import TINY_TACOTRON, flags
+
+    from keras_s2s import cli
+
+    monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path / "home"))
+    asr, tts = tmp_path / "asr", tmp_path / "tts"
+    corpus = dict(num_train=12, num_valid=2, num_test=3, batch_size=4)
+    recognizer = flags(
+        channels=[16, 16], kernels=[5, 5], dropouts=[0.1, 0.1], prologue_channels=16,
+        epilogue_channels=[16, 16], epilogue_kernel=5, **corpus,
+    )  # fmt: skip
+    train = ["train", "wave2letter_demo", "--data", "demo-speech", "--steps", "2", "--out"]
+    assert cli.main([*train, str(asr), *recognizer, "--precision", "float32"]) == 0
+    assert "held-out WER" in capsys.readouterr().out
+    assert cli.main(["evaluate", "--model", str(asr), "--beam-width", "2"]) == 0
+    assert (asr / "eval-beam2.json").is_file()
+    wav = str(next((tmp_path / "home" / "demo-speech").rglob("*.wav")))
+    capsys.readouterr()
+    assert cli.main(["transcribe", "--model", str(asr), wav]) == 0
+    assert len(capsys.readouterr().out.strip().splitlines()) == 1  # one file: its transcript
+    assert (
+        cli.main(["average", "--model", str(asr), "--last", "1", "--out", str(tmp_path / "a")]) == 0
+    )
+
+    synthesizer = flags(**TINY_TACOTRON, **corpus, max_decoder_steps=12)
+    train = ["train", "tacotron2_demo", "--data", "demo-tts", "--steps", "2", "--out", str(tts)]
+    assert cli.main([*train, *synthesizer, "--precision", "float32"]) == 0
+    assert "held-out synthesis" in capsys.readouterr().out
+    said = tmp_path / "said.wav"
+    assert cli.main(["synthesize", "--model", str(tts), "-o", str(said), "a red dog."]) == 0
+    assert said.stat().st_size > 44 and "tensorflow" not in system.modules
+
+
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_fault_tolerance.py covers it")
+def test_a_run_stopped_by_a_full_disk_resumes_on_jax(tmp_path, capsys):
+    """The epoch backup (weights, optimizer state, epoch count) written and restored on JAX."""
+    from tiny import TINY_GNMT, flags
+
+    from keras_s2s import cli, files
+
+    out = tmp_path / "run"
+    command = ["train", "gnmt", "--data", "demo", "--epochs", "3", "--out", str(out), *TINY_GNMT]
+    command += flags(steps_per_epoch=2, num_train=120, max_length=16, decode_max_length=8)
+    real, backups = files.shutil.disk_usage, []
+
+    def filling_disk(path):  # room for everything up to the first epoch's backup, none after it
+        full = bool(backups)
+        if Path(path).name == "backup":
+            backups.append(path)
+        usage = real(path)
+        return usage._replace(free=1000) if full else usage
+
+    files.shutil.disk_usage = filling_disk
+    try:
+        assert cli.main(command) == 1
+    finally:
+        files.shutil.disk_usage = real
+    assert (out / "backup" / "latest.json").is_file() and not (out / "model.keras").exists()
+    assert cli.main(command) == 0
+    finished = json.loads((out / "fit.json").read_text())
+    assert finished["training_steps"] == 6, "epochs 2 and 3 after the restored epoch 1, no more"
+    assert len(json.loads((out / "history.json").read_text())["loss"]) == 3

@@ -6,6 +6,7 @@ import logging
 import numpy as np
 import pytest
 import soundfile
+from tiny import TINY_TACOTRON
 
 from keras_s2s import cli, tasks, zoo
 from keras_s2s.data.audio import read_audio, write_wav
@@ -17,21 +18,7 @@ from keras_s2s.decoding.vocoder import GriffinLim
 from keras_s2s.models import Tacotron2
 from keras_s2s.tasks.synthesis import attention_focus
 
-TINY = dict(
-    embedding_dim=16,
-    encoder_channels=16,
-    encoder_layers=2,
-    encoder_units=8,
-    attention_units=16,
-    location_filters=4,
-    location_kernel=5,
-    prenet_units=[16, 16],
-    attention_lstm_units=32,
-    decoder_lstm_units=32,
-    postnet_channels=16,
-    postnet_layers=3,
-    reduction_factor=2,
-)
+TINY = TINY_TACOTRON
 
 
 @pytest.mark.parametrize(

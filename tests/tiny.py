@@ -18,3 +18,20 @@ TINY_GNMT = flags(
     max_length=48,
     decode_max_length=20,
 ) + ["--precision", "float32"]
+
+# a Tacotron 2 of 16-32 units (a dict: model arguments and `--set` flags alike)
+TINY_TACOTRON = dict(
+    embedding_dim=16,
+    encoder_channels=16,
+    encoder_layers=2,
+    encoder_units=8,
+    attention_units=16,
+    location_filters=4,
+    location_kernel=5,
+    prenet_units=[16, 16],
+    attention_lstm_units=32,
+    decoder_lstm_units=32,
+    postnet_channels=16,
+    postnet_layers=3,
+    reduction_factor=2,
+)

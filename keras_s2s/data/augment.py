@@ -1,4 +1,4 @@
-"""Speech augmentation in TensorFlow ops, aimed at voices and rooms the model never heard.
+"""Speech augmentation in NumPy, aimed at voices and rooms the model never heard.
 
 Each is off unless configured in a card's `data.augment` part; ranges are
 [low, high] drawn per utterance, probabilities say how often one applies:
@@ -21,17 +21,25 @@ Each is off unless configured in a card's `data.augment` part; ranges are
 - `codec_probability`: 8-bit mu-law companding (G.711-like quantization).
 - `freq_masks`, `time_masks`: SpecAugment on the features.
 
+Every function takes float32 NumPy samples (or features) and a
+`numpy.random.Generator`, so one copy serves both backends: TensorFlow runs
+it inside `tf.data` (beside reading the audio), the other backends in the
+`keras.utils.PyDataset` of `speech.py`. The STFT is TensorFlow's
+(`tf.signal.stft` with `pad_end`, periodic Hann; `inverse_stft` with its
+window normalization), written out here.
+
 Example:
-    >>> audio = warp_vocal_tract(audio, 0.9, 1.1)
-    >>> audio = reverberate(audio, 0.1, 0.7, sample_rate=16000)
-    >>> features = spec_augment(features, freq_masks=2, freq_width=8, time_masks=2, time_width=20)
+    >>> rng = np.random.default_rng(0)
+    >>> audio = warp_vocal_tract(audio, 0.9, 1.1, rng)
+    >>> audio = reverberate(audio, 0.1, 0.7, 16000, rng)
+    >>> features = spec_augment(features, 2, 8, 2, 20, rng)
 """
 
 from __future__ import annotations
 
 import math
 
-from keras_s2s.backend import tf
+import numpy as np
 
 RANGES = ("speed", "pitch_semitones", "vtlp", "noise_snr_db", "reverb_rt60")
 PROBABILITIES = ("reverb_probability", "band_limit_probability", "codec_probability")
@@ -74,212 +82,238 @@ def check_augment(settings: dict) -> dict:
     return settings
 
 
-def perturb_speed(audio, low: float, high: float):
+def _hann(frame: int) -> np.ndarray:
+    """The periodic Hann window (`tf.signal.hann_window`)."""
+    return (0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(frame) / frame)).astype(np.float32)
+
+
+def stft(audio: np.ndarray, frame: int = 512, hop: int = 128) -> np.ndarray:
+    """Complex short-time spectrum [T, frame // 2 + 1], T = ceil(N / hop): the end zero-padded, a
+    periodic Hann window (`tf.signal.stft(..., pad_end=True)`)."""
+    count = max(1, -(-len(audio) // hop))
+    padded = np.zeros((count - 1) * hop + frame, np.float32)
+    padded[: len(audio)] = audio
+    frames = np.lib.stride_tricks.sliding_window_view(padded, frame)[::hop]
+    return np.fft.rfft(frames * _hann(frame), axis=1)
+
+
+def inverse_stft(spectrum: np.ndarray, frame: int = 512, hop: int = 128) -> np.ndarray:
+    """Samples [(T - 1) * hop + frame] of a short-time spectrum [T, F]: overlap-add with Hann windows
+    normalized so that `inverse_stft(stft(x))` is `x` (`tf.signal.inverse_stft_window_fn`)."""
+    if frame % hop:
+        raise ValueError(f"the frame ({frame}) must be a multiple of the hop ({hop})")
+    overlaps = frame // hop
+    window = _hann(frame)
+    window = window / np.tile(np.square(window).reshape(overlaps, hop).sum(0), overlaps)
+    frames = np.fft.irfft(spectrum, frame, axis=1).astype(np.float32) * window
+    count = len(frames)
+    out = np.zeros((count - 1) * hop + frame, np.float32)
+    for part in range(overlaps):  # each hop-long slice of every frame lands `part` hops in
+        piece = frames[:, part * hop : (part + 1) * hop]
+        out[part * hop : part * hop + count * hop] += piece.ravel()
+    return out
+
+
+def _polar(magnitude: np.ndarray, phase: np.ndarray) -> np.ndarray:
+    """magnitude * exp(i phase), as complex64 (cos and sin are cheaper than a complex exp)."""
+    out = np.empty(magnitude.shape, np.complex64)
+    out.real, out.imag = magnitude * np.cos(phase), magnitude * np.sin(phase)
+    return out
+
+
+def _interpolate(audio: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """`audio` [N] read at fractional `positions` (clipped to the signal) by linear interpolation."""
+    return np.interp(np.clip(positions, 0, len(audio) - 1), np.arange(len(audio)), audio).astype(
+        np.float32
+    )
+
+
+def perturb_speed(audio: np.ndarray, low: float, high: float, rng) -> np.ndarray:
     """Play `audio` at a random speed in [low, high] (linear-interpolation resampling; pitch moves too)."""
-    factor = tf.random.uniform([], low, high)
-    length = tf.cast(tf.shape(audio)[0], tf.float32)
-    new_length = tf.maximum(tf.cast(length / factor, tf.int32), 2)
-    positions = tf.linspace(0.0, length - 1.0, new_length)
-    left = tf.cast(tf.floor(positions), tf.int32)
-    right = tf.minimum(left + 1, tf.shape(audio)[0] - 1)
-    weight = positions - tf.floor(positions)
-    return tf.gather(audio, left) * (1.0 - weight) + tf.gather(audio, right) * weight
+    factor = rng.uniform(low, high)
+    length = max(int(len(audio) / factor), 2)
+    return _interpolate(audio, np.linspace(0.0, len(audio) - 1.0, length))
 
 
-def _resample_to(audio, length):
-    """`audio` stretched or squeezed to `length` samples by linear interpolation."""
-    last = tf.cast(tf.shape(audio)[0] - 1, tf.float32)
-    return _interpolate(audio, tf.linspace(0.0, last, length))
-
-
-def stretch_time(audio, ratio, frame: int = 512, hop: int = 128):
+def stretch_time(audio: np.ndarray, ratio: float, frame: int = 512, hop: int = 128) -> np.ndarray:
     """`audio` made `ratio` times longer with the pitch kept: a phase vocoder (short-time magnitudes
     interpolated between frames, each bin's phase advanced by its measured frequency)."""
-    spectrum = tf.signal.stft(audio, frame, hop, fft_length=frame, pad_end=True)  # [T, F]
-    frames = tf.shape(spectrum)[0]
-    magnitude, phase = tf.abs(spectrum), tf.math.angle(spectrum)
+    spectrum = stft(audio, frame, hop)
+    frames = len(spectrum)
+    magnitude, phase = np.abs(spectrum), np.angle(spectrum)
     # each bin's phase advance per hop, from its frequency measured between neighbouring frames
-    expected = 2.0 * math.pi * hop * tf.range(frame // 2 + 1, dtype=tf.float32) / frame
+    expected = (2.0 * np.pi * hop * np.arange(frame // 2 + 1) / frame).astype(np.float32)
     deviation = phase[1:] - phase[:-1] - expected
-    deviation -= 2.0 * math.pi * tf.round(deviation / (2.0 * math.pi))
-    advance = tf.concat([expected[None], expected + deviation], axis=0)  # [T, F]
-    count = tf.maximum(tf.cast(tf.cast(frames, tf.float32) * ratio, tf.int32), 1)
-    positions = tf.minimum(
-        tf.range(count, dtype=tf.float32) / ratio, tf.cast(frames - 1, tf.float32)
-    )
-    left = tf.cast(tf.floor(positions), tf.int32)
-    right = tf.minimum(left + 1, frames - 1)
-    weight = (positions - tf.floor(positions))[:, None]
-    stretched = tf.gather(magnitude, left) * (1.0 - weight) + tf.gather(magnitude, right) * weight
-    new_phase = phase[0][None] + tf.cumsum(tf.gather(advance, left), axis=0, exclusive=True)
-    out = tf.complex(stretched, 0.0) * tf.exp(tf.complex(0.0, new_phase))
-    window = tf.signal.inverse_stft_window_fn(hop)
-    return tf.signal.inverse_stft(out, frame, hop, fft_length=frame, window_fn=window)
+    deviation -= np.float32(2.0 * np.pi) * np.round(deviation / np.float32(2.0 * np.pi))
+    advance = np.concatenate([expected[None], expected + deviation])  # [T, F]
+    count = max(int(frames * ratio), 1)
+    positions = np.minimum(np.arange(count) / ratio, frames - 1)
+    left = np.floor(positions).astype(int)
+    right = np.minimum(left + 1, frames - 1)
+    weight = (positions - left)[:, None].astype(np.float32)
+    stretched = magnitude[left] * (1.0 - weight) + magnitude[right] * weight
+    steps = np.cumsum(advance[left], axis=0)
+    new_phase = phase[0][None] + np.concatenate([np.zeros_like(steps[:1]), steps[:-1]])
+    return inverse_stft(_polar(stretched, new_phase), frame, hop)
 
 
-def shift_pitch(audio, low: float, high: float):
+def shift_pitch(audio: np.ndarray, low: float, high: float, rng) -> np.ndarray:
     """Pitch moved by a random number of semitones in [low, high], duration kept: a phase-vocoder
     time stretch by the frequency ratio, then resampled back to the original length."""
-    ratio = tf.pow(2.0, tf.random.uniform([], low, high) / 12.0)
-    length = tf.shape(audio)[0]
-    stretched = stretch_time(audio, ratio)  # a little longer than ratio x length: the last frame
-    stretched = stretched[: tf.cast(tf.cast(length, tf.float32) * ratio, tf.int32)]
-    return _same_loudness(_resample_to(stretched, length), audio)
+    ratio = 2.0 ** (rng.uniform(low, high) / 12.0)
+    stretched = stretch_time(audio, ratio)[: int(len(audio) * ratio)]  # the last frame is longer
+    back = _interpolate(stretched, np.linspace(0.0, len(stretched) - 1.0, len(audio)))
+    return _same_loudness(back, audio)
 
 
-def add_noise(audio, min_snr_db: float, max_snr_db: float):
+def add_noise(audio: np.ndarray, min_snr_db: float, max_snr_db: float, rng) -> np.ndarray:
     """Add white noise at a random signal-to-noise ratio in [min_snr_db, max_snr_db] dB."""
-    snr = tf.random.uniform([], min_snr_db, max_snr_db)
-    signal_rms = tf.sqrt(tf.reduce_mean(tf.square(audio)) + 1e-12)
-    noise_rms = signal_rms / tf.pow(10.0, snr / 20.0)
-    return audio + noise_rms * tf.random.normal(tf.shape(audio))
+    snr = rng.uniform(min_snr_db, max_snr_db)
+    noise_rms = np.sqrt(np.mean(np.square(audio)) + 1e-12) / 10.0 ** (snr / 20.0)
+    return (audio + noise_rms * rng.standard_normal(len(audio))).astype(np.float32)
 
 
-def _interpolate(audio, positions):
-    """`audio` [N] read at fractional `positions` (any shape, clipped to the signal) by linear interpolation."""
-    last = tf.cast(tf.shape(audio)[0] - 1, tf.float32)
-    positions = tf.clip_by_value(positions, 0.0, last)
-    left = tf.floor(positions)
-    weight = positions - left
-    left = tf.cast(left, tf.int32)
-    right = tf.minimum(left + 1, tf.cast(last, tf.int32))
-    return tf.gather(audio, left) * (1.0 - weight) + tf.gather(audio, right) * weight
-
-
-def warp_vocal_tract(audio, low: float, high: float, frame: int = 512, hop: int = 128):
+def warp_vocal_tract(
+    audio: np.ndarray, low: float, high: float, rng, frame: int = 512, hop: int = 128
+) -> np.ndarray:
     """Vocal-tract-length perturbation: the short-time spectrum's frequency axis warped by a random
     factor in [low, high] (piecewise linear, Nyquist stays in place), the phase kept."""
-    alpha = tf.random.uniform([], low, high)
-    spectrum = tf.signal.stft(audio, frame, hop, fft_length=frame, pad_end=True)  # [T, F]
+    alpha = rng.uniform(low, high)
+    spectrum = stft(audio, frame, hop)
     bins = frame // 2 + 1
     nyquist = float(bins - 1)
-    knee = 0.8 * nyquist * tf.minimum(alpha, 1.0) / alpha  # warped below the knee, linear above
-    target = tf.range(bins, dtype=tf.float32)
+    knee = 0.8 * nyquist * min(alpha, 1.0) / alpha  # warped below the knee, linear above
+    target = np.arange(bins, dtype=np.float64)
     # source bin that lands on each target bin (inverse of f -> alpha f below the knee)
-    source = tf.where(
+    source = np.where(
         target <= knee * alpha,
         target / alpha,
         knee + (target - knee * alpha) * (nyquist - knee) / (nyquist - knee * alpha),
     )
-    magnitude = _interpolate_rows(tf.abs(spectrum), source)
-    warped = tf.complex(magnitude, 0.0) * tf.exp(tf.complex(0.0, tf.math.angle(spectrum)))
-    window = tf.signal.inverse_stft_window_fn(hop)
-    out = tf.signal.inverse_stft(warped, frame, hop, fft_length=frame, window_fn=window)
-    return out[: tf.shape(audio)[0]]
+    left = np.floor(source).astype(int)
+    right = np.minimum(left + 1, bins - 1)
+    weight = (source - left).astype(np.float32)
+    magnitude = np.abs(spectrum)
+    magnitude = magnitude[:, left] * (1.0 - weight) + magnitude[:, right] * weight
+    return inverse_stft(_polar(magnitude, np.angle(spectrum)), frame, hop)[: len(audio)]
 
 
-def _interpolate_rows(rows, positions):
-    """Each row of `rows` [T, F] read at the fractional column `positions` [F]."""
-    left = tf.floor(positions)
-    weight = positions - left
-    left = tf.cast(left, tf.int32)
-    right = tf.minimum(left + 1, tf.shape(rows)[1] - 1)
-    return tf.gather(rows, left, axis=1) * (1.0 - weight) + tf.gather(rows, right, axis=1) * weight
+def _sometimes(probability: float, change, audio: np.ndarray, rng) -> np.ndarray:
+    return change(audio) if rng.uniform() < probability else audio
 
 
-def _sometimes(probability: float, change, audio):
-    return tf.cond(tf.random.uniform([]) < probability, lambda: change(audio), lambda: audio)
+def _same_loudness(audio: np.ndarray, reference: np.ndarray) -> np.ndarray:
+    scale = np.sqrt(np.mean(np.square(reference)) / (np.mean(np.square(audio)) + 1e-12))
+    return (audio * scale).astype(np.float32)
 
 
-def _same_loudness(audio, reference):
-    scale = tf.sqrt(
-        tf.reduce_mean(tf.square(reference)) / (tf.reduce_mean(tf.square(audio)) + 1e-12)
-    )
-    return audio * scale
-
-
-def reverberate(audio, low_rt60: float, high_rt60: float, sample_rate: int):
+def reverberate(
+    audio: np.ndarray, low_rt60: float, high_rt60: float, sample_rate: int, rng
+) -> np.ndarray:
     """A simulated room: the direct path plus exponentially decaying noise that falls 60 dB in a
     random RT60 in [low, high] seconds, starting 2-10 ms later; loudness kept."""
-    rt60 = tf.random.uniform([], low_rt60, high_rt60)
+    rt60 = rng.uniform(low_rt60, high_rt60)
     length = max(int(high_rt60 * sample_rate), 2)
-    time = tf.range(length, dtype=tf.float32) / sample_rate
-    delay = tf.random.uniform([], 0.002, 0.010)
-    tail = tf.random.normal([length]) * tf.exp(-6.908 * time / tf.maximum(rt60, 1e-3))
-    tail *= tf.cast(time >= delay, tf.float32) * tf.cast(time < rt60, tf.float32)
+    time = np.arange(length) / sample_rate
+    delay = rng.uniform(0.002, 0.010)
+    tail = rng.standard_normal(length) * np.exp(-6.908 * time / max(rt60, 1e-3))
+    tail *= (time >= delay) & (time < rt60)
     # direct-to-reverberant energy ratio between 0 and 10 dB
-    ratio = tf.pow(10.0, tf.random.uniform([], 0.0, 10.0) / 10.0)
-    tail *= tf.sqrt(1.0 / (ratio * tf.reduce_sum(tf.square(tail)) + 1e-12))
-    response = tf.tensor_scatter_nd_update(tail, [[0]], [1.0])
-    n = tf.shape(audio)[0]
-    size = tf.cast(
-        2 ** tf.math.ceil(tf.math.log(tf.cast(n + length, tf.float32)) / math.log(2.0)), tf.int32
-    )
-    wet = tf.signal.irfft(tf.signal.rfft(audio, [size]) * tf.signal.rfft(response, [size]), [size])
-    return _same_loudness(wet[:n], audio)
+    ratio = 10.0 ** (rng.uniform(0.0, 10.0) / 10.0)
+    tail *= np.sqrt(1.0 / (ratio * np.sum(np.square(tail)) + 1e-12))
+    tail[0] = 1.0
+    size = 1 << (len(audio) + length - 1).bit_length()
+    wet = np.fft.irfft(np.fft.rfft(audio, size) * np.fft.rfft(tail, size), size)
+    return _same_loudness(wet[: len(audio)], audio)
 
 
-def band_limit(audio, sample_rate: int):
+def band_limit(audio: np.ndarray, sample_rate: int, rng) -> np.ndarray:
     """Keep a random pass band: from 50-400 Hz up to 3-7.5 kHz (no higher than Nyquist)."""
-    n = tf.shape(audio)[0]
-    spectrum = tf.signal.rfft(audio)
-    frequencies = tf.linspace(0.0, sample_rate / 2.0, tf.shape(spectrum)[0])
-    low = tf.random.uniform([], 50.0, 400.0)
-    high = tf.minimum(tf.random.uniform([], 3000.0, 7500.0), 0.95 * sample_rate / 2.0)
-    keep = tf.cast((frequencies >= low) & (frequencies <= high), tf.complex64)
-    return _same_loudness(tf.signal.irfft(spectrum * keep, [n]), audio)
+    spectrum = np.fft.rfft(audio)
+    frequencies = np.linspace(0.0, sample_rate / 2.0, len(spectrum))
+    low = rng.uniform(50.0, 400.0)
+    high = min(rng.uniform(3000.0, 7500.0), 0.95 * sample_rate / 2.0)
+    keep = (frequencies >= low) & (frequencies <= high)
+    return _same_loudness(np.fft.irfft(spectrum * keep, len(audio)), audio)
 
 
-def mu_law_codec(audio, bits: int = 8):
+def mu_law_codec(audio: np.ndarray, bits: int = 8) -> np.ndarray:
     """Encode and decode with `bits`-bit mu-law companding, as G.711 telephony does."""
     mu = float(2**bits - 1)
-    peak = tf.reduce_max(tf.abs(audio)) + 1e-9
+    peak = np.max(np.abs(audio)) + 1e-9
     x = audio / peak
-    encoded = tf.sign(x) * tf.math.log1p(mu * tf.abs(x)) / math.log1p(mu)
-    quantized = tf.round((encoded + 1.0) / 2.0 * mu) / mu * 2.0 - 1.0
-    return tf.sign(quantized) * (tf.pow(1.0 + mu, tf.abs(quantized)) - 1.0) / mu * peak
+    encoded = np.sign(x) * np.log1p(mu * np.abs(x)) / math.log1p(mu)
+    quantized = np.round((encoded + 1.0) / 2.0 * mu) / mu * 2.0 - 1.0
+    return (np.sign(quantized) * ((1.0 + mu) ** np.abs(quantized) - 1.0) / mu * peak).astype(
+        np.float32
+    )
 
 
-def _mask(length, count: int, width: int):
+def _mask(length: int, count: int, width: int, rng) -> np.ndarray:
     """A [length] float mask with `count` random spans of up to `width` set to 0."""
-    keep = tf.ones([length])
-    positions = tf.range(length)
+    keep = np.ones(length, np.float32)
     for _ in range(count):
-        size = tf.random.uniform([], 0, width + 1, tf.int32)
-        start = tf.random.uniform([], 0, tf.maximum(length - size, 0) + 1, tf.int32)
-        keep *= tf.cast((positions < start) | (positions >= start + size), tf.float32)
+        size = int(rng.integers(0, width + 1))
+        start = int(rng.integers(0, max(length - size, 0) + 1))
+        keep[start : start + size] = 0.0
     return keep
 
 
 def spec_augment(
-    features, freq_masks: int = 0, freq_width: int = 0, time_masks: int = 0, time_width: int = 0
-):
+    features: np.ndarray,
+    freq_masks: int = 0,
+    freq_width: int = 0,
+    time_masks: int = 0,
+    time_width: int = 0,
+    rng=None,
+) -> np.ndarray:
     """SpecAugment (Park et al. 2019) frequency and time masks on features [T, F] (masked to 0)."""
-    frames, bins = tf.shape(features)[0], tf.shape(features)[1]
+    rng = rng or np.random.default_rng()
+    frames, bins = features.shape
     if freq_masks and freq_width:
-        features *= _mask(bins, freq_masks, freq_width)[None, :]
+        features = features * _mask(bins, freq_masks, freq_width, rng)[None, :]
     if time_masks and time_width:
-        features *= _mask(frames, time_masks, time_width)[:, None]
+        features = features * _mask(frames, time_masks, time_width, rng)[:, None]
     return features
 
 
-def augment_audio(audio, settings: dict, sample_rate: int = 16000):
+def augment_audio(audio: np.ndarray, settings: dict, sample_rate: int = 16000, rng=None):
     """The configured waveform augmentations, in the order a recording would meet them: the
     speaker (speed, vocal tract), the room, the channel (band, codec), the noise."""
+    rng = rng or np.random.default_rng()
+    audio = np.asarray(audio, np.float32)
     if "speed" in settings:
-        audio = perturb_speed(audio, *settings["speed"])
+        audio = perturb_speed(audio, *settings["speed"], rng)
     if "pitch_semitones" in settings:
-        audio = shift_pitch(audio, *settings["pitch_semitones"])
+        audio = shift_pitch(audio, *settings["pitch_semitones"], rng)
     if "vtlp" in settings:
-        audio = warp_vocal_tract(audio, *settings["vtlp"])
+        audio = warp_vocal_tract(audio, *settings["vtlp"], rng)
     if "reverb_rt60" in settings:
-        reverb = lambda a: reverberate(a, *settings["reverb_rt60"], sample_rate)  # noqa: E731
-        audio = _sometimes(settings.get("reverb_probability", 1.0), reverb, audio)
+        reverb = lambda a: reverberate(a, *settings["reverb_rt60"], sample_rate, rng)  # noqa: E731
+        audio = _sometimes(settings.get("reverb_probability", 1.0), reverb, audio, rng)
     if settings.get("band_limit_probability"):
-        channel = lambda a: band_limit(a, sample_rate)  # noqa: E731
-        audio = _sometimes(settings["band_limit_probability"], channel, audio)
+        channel = lambda a: band_limit(a, sample_rate, rng)  # noqa: E731
+        audio = _sometimes(settings["band_limit_probability"], channel, audio, rng)
     if settings.get("codec_probability"):
-        audio = _sometimes(settings["codec_probability"], mu_law_codec, audio)
+        audio = _sometimes(settings["codec_probability"], mu_law_codec, audio, rng)
     if "noise_snr_db" in settings:
-        audio = add_noise(audio, *settings["noise_snr_db"])
+        audio = add_noise(audio, *settings["noise_snr_db"], rng)
     return audio
 
 
-def augment_features(features, settings: dict):
+def has_feature_masks(settings: dict) -> bool:
+    """Whether `settings` asks for SpecAugment masks."""
+    frequency = settings.get("freq_masks") and settings.get("freq_mask_width")
+    return bool(frequency or settings.get("time_masks") and settings.get("time_mask_width"))
+
+
+def augment_features(features: np.ndarray, settings: dict, rng=None) -> np.ndarray:
+    """SpecAugment's masks as `settings` configures them."""
     return spec_augment(
         features,
         settings.get("freq_masks", 0),
         settings.get("freq_mask_width", 0),
         settings.get("time_masks", 0),
         settings.get("time_mask_width", 0),
+        rng,
     )

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import logging
 
-import keras
 import numpy as np
 
 from keras_s2s.backend import is_tensorflow, tf
+from keras_s2s.data.batches import BucketedBatches, padded_rows
 from keras_s2s.data.padding import pad_time_to_multiple, round_up
 from keras_s2s.data.tokenizer import BOS_ID, EOS_ID
 
@@ -156,14 +156,7 @@ def make_dataset(
     return ds.map(to_model_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
 
 
-def _padded(rows: list[list[int]], width: int) -> np.ndarray:
-    batch = np.zeros((len(rows), width), np.int32)
-    for index, row in enumerate(rows):
-        batch[index, : len(row)] = row
-    return batch
-
-
-class BucketedPairs(keras.utils.PyDataset):
+class BucketedPairs(BucketedBatches):
     """Bucketed, padded teacher-forcing batches in NumPy: what `make_dataset` gives on TensorFlow,
     as a `keras.utils.PyDataset` for the other backends.
 
@@ -171,8 +164,7 @@ class BucketedPairs(keras.utils.PyDataset):
     steps of `bucket_width`; every batch of a bucket is padded to the bucket's
     upper bound (rounded up to `pad_to_multiple`), so there are at most as many
     batch shapes as buckets (plus the last, smaller batch of each bucket unless
-    `drop_remainder`). Batches are drawn in a shuffled order, reshuffled each
-    pass; `repeat` makes the dataset endless (Keras then counts steps itself).
+    `drop_remainder`). See `batches.BucketedBatches` for the other arguments.
 
     Example:
         >>> batches = BucketedPairs(pairs, [64] * 9, bucket_width=8)
@@ -190,73 +182,27 @@ class BucketedPairs(keras.utils.PyDataset):
         drop_remainder: bool = False,
         seed: int = 0,
     ):
-        super().__init__()
-        self.pairs, self.batch_sizes = list(pairs), list(batch_sizes)
+        self.pairs = list(pairs)
         self.bucket_width, self.pad_to_multiple = bucket_width, pad_to_multiple
-        self.shuffle, self.repeat, self.drop_remainder = shuffle, repeat, drop_remainder
-        self.rng = np.random.default_rng(seed)
-        self.buckets: dict[int, list[int]] = {}
-        for index, (source, target) in enumerate(self.pairs):
-            longest = max(len(source), len(target) + 1)
-            bucket = min((longest - 1) // bucket_width, len(self.batch_sizes) - 1)
-            self.buckets.setdefault(bucket, []).append(index)
-        self.passes = 0
-        self.batches = self._plan()
-        if not self.batches:
-            raise ValueError(
-                "no whole batch: fewer pairs in every length bucket than the batch size "
-                "(use a smaller batch_size or keep the last, smaller batch)"
-            )
-        log.info(
-            "%d batches a pass in %d shapes (one compiled step each)",
-            len(self.batches),
-            len(self.shapes()),
-        )
-
-    def _plan(self) -> list[tuple[int, list[int]]]:
-        """(bucket, pair indices) of every batch of one pass, in the order they are served."""
-        batches = []
-        for bucket, members in sorted(self.buckets.items()):
-            members = list(members)
-            if self.shuffle:
-                self.rng.shuffle(members)
-            size = self.batch_sizes[bucket]
-            for start in range(0, len(members), size):
-                chunk = members[start : start + size]
-                if len(chunk) == size or not self.drop_remainder:
-                    batches.append((bucket, chunk))
-        if self.shuffle:
-            order = self.rng.permutation(len(batches))
-            batches = [batches[i] for i in order]
-        return batches
+        last = len(batch_sizes) - 1
+        buckets = [
+            min((max(len(source), len(target) + 1) - 1) // bucket_width, last)
+            for source, target in self.pairs
+        ]
+        super().__init__(buckets, list(batch_sizes), shuffle, repeat, drop_remainder, seed)
+        self.log_shapes("translation batches")
 
     def _width(self, bucket: int) -> int:
         return round_up((bucket + 1) * self.bucket_width, self.pad_to_multiple)
 
-    def shapes(self) -> set[tuple[int, int]]:
-        """The (batch, length) shapes the batches of a pass have."""
-        return {(len(chunk), self._width(bucket)) for bucket, chunk in self.batches}
+    def batch_shape(self, bucket: int, size: int) -> tuple[int, int]:
+        return size, self._width(bucket)
 
-    @property
-    def num_batches(self):
-        return None if self.repeat else len(self.batches)
-
-    def __len__(self):
-        return len(self.batches)
-
-    def __getitem__(self, index: int):
-        passes, position = divmod(index, len(self.batches))
-        while self.repeat and passes > self.passes:  # an endless dataset: the next pass, reshuffled
-            self.batches, self.passes = self._plan(), self.passes + 1
-        bucket, chunk = self.batches[position]
+    def make_batch(self, bucket: int, items: list[int], rng):
         width = self._width(bucket)
-        pairs = [self.pairs[i] for i in chunk]
+        pairs = [self.pairs[i] for i in items]
         inputs = {
-            "source": _padded([s for s, _ in pairs], width),
-            "target_in": _padded([[BOS_ID] + t for _, t in pairs], width),
+            "source": padded_rows([s for s, _ in pairs], width),
+            "target_in": padded_rows([[BOS_ID] + t for _, t in pairs], width),
         }
-        return inputs, _padded([t + [EOS_ID] for _, t in pairs], width)
-
-    def on_epoch_end(self):
-        if self.shuffle and not self.repeat:
-            self.batches = self._plan()
+        return inputs, padded_rows([t + [EOS_ID] for _, t in pairs], width)

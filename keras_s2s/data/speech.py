@@ -10,9 +10,12 @@ Before training, every utterance is checked: audio that is missing,
 unreadable or empty, transcripts with characters outside the vocabulary and
 utterances outside [min_duration, max_duration] are skipped, counted and
 logged with the first example of each reason; nothing reaches TensorFlow that
-would crash it later. Audio is read and featurized inside `tf.data`
-(`FeatureExtractor`), batches are bucketed by length and padded to a
-multiple of 8 under mixed precision.
+would crash it later. On TensorFlow, audio is read (and augmented, in NumPy)
+and featurized inside `tf.data` (`FeatureExtractor`), batches are bucketed
+by length and padded to a multiple of 8 under mixed precision. Elsewhere
+(JAX) `SpeechBatches` does the same in NumPy threads, every batch of a
+length bucket padded to the bucket's bound, so the step compiles once per
+bucket.
 
 Example:
     >>> data = load_speech_data("demo-speech", batch_size=16)
@@ -28,13 +31,19 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_s2s.backend import tf
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.data.audio import read_audio
-from keras_s2s.data.augment import augment_audio, augment_features, check_augment
+from keras_s2s.data.augment import (
+    augment_audio,
+    augment_features,
+    check_augment,
+    has_feature_masks,
+)
+from keras_s2s.data.batches import BucketedBatches, default_workers, padded_rows
 from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
-from keras_s2s.data.padding import pad_time_to_multiple
+from keras_s2s.data.padding import pad_time_to_multiple, round_up
 from keras_s2s.data.speech_features import FeatureExtractor
 
 log = logging.getLogger("keras_s2s")
@@ -233,6 +242,81 @@ def check_readable(utterances: list[Utterance], name: str = "test") -> None:
         )
 
 
+class SpeechBatches(BucketedBatches):
+    """({"features": [B, T, F], "feature_lengths": [B]}, char ids [B, L]) batches in NumPy: what
+    `make_speech_dataset` gives on TensorFlow, as a `keras.utils.PyDataset` for the other backends.
+
+    Utterances go to buckets of `bucket_seconds` of audio (the longest they can
+    become: speed perturbation lengthens them); every batch of a bucket has the
+    bucket's frame count (rounded up to `pad_to_multiple`) and label length, so
+    `jax.jit` compiles one step per bucket. Audio is read, augmented and
+    featurized in `workers` threads. See `BucketedBatches` for the other arguments.
+
+    Example:
+        >>> batches = SpeechBatches(data.train_utterances_with_seconds, extractor, vocabulary)
+        >>> inputs, labels = batches[0]
+    """
+
+    def __init__(
+        self,
+        utterances: list[tuple[Utterance, float]],
+        extractor: FeatureExtractor,
+        vocabulary: CharVocabulary,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        repeat: bool = False,
+        drop_remainder: bool = False,
+        pad_to_multiple: int = 8,
+        augment: dict | None = None,
+        bucket_seconds: float = 1.0,
+        seed: int = 0,
+        training: bool | None = None,
+        workers: int | None = None,
+    ):
+        self.extractor, self.training = extractor, shuffle if training is None else training
+        self.augment = check_augment(dict(augment or {})) if self.training else {}
+        self.paths = [str(u.path) for u, _ in utterances]
+        self.labels = [vocabulary.encode(u.transcript) for u, _ in utterances]
+        rate = extractor.sample_rate
+        slowest = self.augment.get("speed", [1.0])[0]  # a slower speed makes more frames
+        self.frames_per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
+        most = [
+            extractor.num_frames(int(np.ceil(seconds * rate / slowest)) + 1) + 1
+            for _, seconds in utterances
+        ]
+        buckets = [(frames - 1) // self.frames_per_bucket for frames in most]
+        self.pad_to_multiple = max(1, pad_to_multiple)
+        self.label_width: dict[int, int] = {}
+        for bucket, label in zip(buckets, self.labels):
+            self.label_width[bucket] = max(self.label_width.get(bucket, 1), len(label))
+        super().__init__(
+            buckets, batch_size, shuffle, repeat, drop_remainder, seed, workers or default_workers()
+        )
+        self.log_shapes("speech batches")
+
+    def batch_shape(self, bucket: int, size: int) -> tuple[int, int, int]:
+        frames = round_up((bucket + 1) * self.frames_per_bucket, self.pad_to_multiple)
+        return size, frames, round_up(self.label_width[bucket], 8)
+
+    def make_batch(self, bucket: int, items: list[int], rng):
+        _, frames, label_width = self.batch_shape(bucket, len(items))
+        rate, features = self.extractor.sample_rate, []
+        for index in items:
+            audio = read_audio(self.paths[index], rate)
+            if self.augment:
+                audio = augment_audio(audio, self.augment, rate, rng)
+            utterance = self.extractor.numpy_features(audio, self.training, rng)
+            if has_feature_masks(self.augment):
+                utterance = augment_features(utterance, self.augment, rng)
+            features.append(utterance)
+        lengths = np.array([min(len(f), frames) for f in features], np.int32)
+        inputs = {
+            "features": padded_rows(features, frames, 0.0, np.float32),
+            "feature_lengths": lengths,
+        }
+        return inputs, padded_rows([self.labels[i] for i in items], label_width)
+
+
 def make_speech_dataset(
     utterances: list[tuple[Utterance, float]],
     extractor: FeatureExtractor,
@@ -247,10 +331,16 @@ def make_speech_dataset(
     seed: int = 0,
     training: bool | None = None,
 ):
-    """Batched ({"features": [B, T, F], "feature_lengths": [B]}, char ids [B, L]) dataset.
+    """Batched ({"features": [B, T, F], "feature_lengths": [B]}, char ids [B, L]) dataset: `tf.data`
+    on TensorFlow, `SpeechBatches` elsewhere.
 
     `training` (default: `shuffle`) turns on dithering and `augment`.
     """
+    if not is_tensorflow():
+        return SpeechBatches(
+            utterances, extractor, vocabulary, batch_size, shuffle, repeat, drop_remainder,
+            pad_to_multiple, augment, bucket_seconds, seed, training,
+        )  # fmt: skip
     training = shuffle if training is None else training
     augment = check_augment(dict(augment or {}))
     paths = [str(u.path) for u, _ in utterances]
@@ -263,15 +353,22 @@ def make_speech_dataset(
     if repeat:
         ds = ds.repeat()
     rate = extractor.sample_rate
+    augment_waveform = training and any("mask" not in key for key in augment)
+    mask_features = training and has_feature_masks(augment)
+
+    def read(path):
+        audio = read_audio(path.decode(), rate)
+        return augment_audio(audio, augment, rate) if augment_waveform else audio
 
     def featurize(path, label):
-        audio = tf.numpy_function(lambda p: read_audio(p.decode(), rate), [path], tf.float32)
+        audio = tf.numpy_function(read, [path], tf.float32)
         audio.set_shape([None])
-        if training and augment:
-            audio = augment_audio(audio, augment, rate)
         features = extractor(audio, training=training)
-        if training and augment:
-            features = augment_features(features, augment)
+        if mask_features:
+            features = tf.numpy_function(
+                lambda f: augment_features(f, augment), [features], tf.float32
+            )
+            features.set_shape([None, extractor.feature_size])
         return features, tf.shape(features)[0], label
 
     ds = ds.map(featurize, num_parallel_calls=tf.data.AUTOTUNE)

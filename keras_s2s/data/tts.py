@@ -10,7 +10,10 @@ no normalization), once per utterance: they are cached in memory (or in a
 file, `cache: PATH`) after the first epoch. Batches are bucketed by length;
 padded frames hold the log floor (silence), every utterance is followed by
 at least `tail_steps` decoder steps of them (where the stop token is
-trained), and the frame count is a multiple of the reduction factor.
+trained), and the frame count is a multiple of the reduction factor. On
+TensorFlow this runs in `tf.data`; elsewhere (JAX) `MelBatches` does the same
+in NumPy threads (mel targets kept in memory), every batch of a length bucket
+padded to the bucket's bound, so the step compiles once per bucket.
 
 Example:
     >>> data = load_tts_data("demo-tts", batch_size=16, reduction_factor=2)
@@ -24,11 +27,13 @@ import math
 
 import numpy as np
 
-from keras_s2s.backend import tf
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.data.audio import read_audio
+from keras_s2s.data.batches import BucketedBatches, default_workers, padded_rows
 from keras_s2s.data.characters import CharVocabulary
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance
+from keras_s2s.data.padding import round_up
 from keras_s2s.data.speech import SpeechData, read_speech_splits, usable_utterances
 from keras_s2s.data.speech_features import FeatureExtractor
 from keras_s2s.data.text_normalization import TTS_CHARACTERS, normalize_text
@@ -82,6 +87,83 @@ def normalized_utterances(utterances: list[Utterance]) -> list[Utterance]:
     return [dataclasses.replace(u, transcript=spoken(u.transcript)) for u in utterances]
 
 
+class MelBatches(BucketedBatches):
+    """({"text": [B, L], "mel": [B, T, M], "mel_lengths": [B]}, mel [B, T, M]) batches in NumPy: what
+    `make_tts_dataset` gives on TensorFlow, as a `keras.utils.PyDataset` for the other backends.
+
+    Utterances go to buckets of `bucket_seconds`; every batch of a bucket has
+    the bucket's text length and frame count (its bound plus `tail_steps`
+    decoder steps of silence, a multiple of `reduction_factor` and
+    `pad_to_multiple`). Mel targets are computed once, in `workers` threads,
+    and kept in memory unless `cache` is empty.
+
+    Example:
+        >>> batches = MelBatches(utterances, mel_extractor(), tts_vocabulary(), reduction_factor=2)
+        >>> inputs, mel = batches[0]
+    """
+
+    def __init__(
+        self,
+        utterances: list[tuple[Utterance, float]],
+        extractor: FeatureExtractor,
+        vocabulary: CharVocabulary,
+        reduction_factor: int = 1,
+        batch_size: int = 32,
+        shuffle: bool = True,
+        repeat: bool = False,
+        drop_remainder: bool = False,
+        pad_to_multiple: int = 1,
+        cache: str = "memory",
+        bucket_seconds: float = 1.0,
+        seed: int = 0,
+        tail_steps: int = 0,
+        workers: int | None = None,
+    ):
+        self.extractor, self.cache = extractor, {} if cache else None
+        self.paths = [str(u.path) for u, _ in utterances]
+        self.texts = [vocabulary.encode(u.transcript) for u, _ in utterances]
+        self.silence = math.log(extractor.log_floor)
+        self.tail_frames = tail_steps * reduction_factor
+        self.multiple = math.lcm(reduction_factor, max(1, pad_to_multiple))
+        rate = extractor.sample_rate
+        self.frames_per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
+        most = [extractor.num_frames(int(np.ceil(s * rate)) + 1) + 1 for _, s in utterances]
+        buckets = [(frames - 1) // self.frames_per_bucket for frames in most]
+        self.text_width: dict[int, int] = {}
+        for bucket, text in zip(buckets, self.texts):
+            self.text_width[bucket] = max(self.text_width.get(bucket, 1), len(text))
+        super().__init__(
+            buckets, batch_size, shuffle, repeat, drop_remainder, seed, workers or default_workers()
+        )
+        self.log_shapes("synthesis batches")
+
+    def batch_shape(self, bucket: int, size: int) -> tuple[int, int, int]:
+        frames = round_up((bucket + 1) * self.frames_per_bucket + self.tail_frames, self.multiple)
+        return size, round_up(self.text_width[bucket], 8), frames
+
+    def mel(self, index: int) -> np.ndarray:
+        """The log-mel target [T, M] of utterance `index` (computed once when cached)."""
+        if self.cache is not None and index in self.cache:
+            return self.cache[index]
+        mel = self.extractor.numpy_features(
+            read_audio(self.paths[index], self.extractor.sample_rate)
+        )
+        if self.cache is not None:
+            self.cache[index] = mel
+        return mel
+
+    def make_batch(self, bucket: int, items: list[int], rng):
+        _, text_width, frames = self.batch_shape(bucket, len(items))
+        mels = [self.mel(index) for index in items]
+        mel = padded_rows(mels, frames, self.silence, np.float32)
+        inputs = {
+            "text": padded_rows([self.texts[i] for i in items], text_width),
+            "mel": mel,
+            "mel_lengths": np.array([min(len(m), frames) for m in mels], np.int32),
+        }
+        return inputs, mel
+
+
 def make_tts_dataset(
     utterances: list[tuple[Utterance, float]],
     extractor: FeatureExtractor,
@@ -101,8 +183,14 @@ def make_tts_dataset(
 
     T is a multiple of `reduction_factor` (and of `pad_to_multiple`), with at
     least `tail_steps` decoder steps of silence after every utterance;
-    `cache` is `memory`, a file path prefix, or empty for no caching.
+    `cache` is `memory`, a file path prefix, or empty for no caching. On TensorFlow a `tf.data`
+    pipeline; elsewhere `MelBatches` (which caches in memory only).
     """
+    if not is_tensorflow():
+        return MelBatches(
+            utterances, extractor, vocabulary, reduction_factor, batch_size, shuffle, repeat,
+            drop_remainder, pad_to_multiple, cache, bucket_seconds, seed, tail_steps,
+        )  # fmt: skip
     texts = [vocabulary.encode(u.transcript) for u, _ in utterances]
     flat = np.fromiter((i for row in texts for i in row), dtype=np.int32)
     ragged = tf.RaggedTensor.from_row_lengths(flat, np.array([len(r) for r in texts], np.int64))

@@ -72,9 +72,9 @@ def teacher_forced_errors(model, utterances: list, batch_size: int = 16) -> dict
     )
     absolute = squared = count = 0.0
     for inputs, target in dataset:
-        predicted = model(inputs, training=False)["mel_postnet"].numpy().astype(np.float64)
-        target = target.numpy()
-        real = np.arange(target.shape[1])[None, :] < inputs["mel_lengths"].numpy()[:, None]
+        predicted = np.asarray(model(inputs, training=False)["mel_postnet"], np.float64)
+        target = np.asarray(target)
+        real = np.arange(target.shape[1])[None, :] < np.asarray(inputs["mel_lengths"])[:, None]
         difference = (predicted - target)[real]
         absolute += np.abs(difference).sum()
         squared += np.square(difference).sum()
@@ -108,7 +108,7 @@ def evaluate_synthesis(
             texts[begin : begin + batch_size], max_decoder_steps, normalize=False
         )
     featurize = model.extractor
-    targets = [featurize(read_audio(u.path, featurize.sample_rate)).numpy() for u in utterances]
+    targets = [np.asarray(featurize(read_audio(u.path, featurize.sample_rate))) for u in utterances]
     result.update(
         attention_focus=round(
             float(np.mean([attention_focus(g["alignment"]) for g in generated])), 4

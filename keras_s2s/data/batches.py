@@ -1,0 +1,153 @@
+"""Length-bucketed batches without TensorFlow: the base of the NumPy input pipelines.
+
+`jax.jit` compiles one step function per input shape, so batches of varying
+lengths must come in few shapes. `BucketedBatches` puts every item in a
+length bucket, plans each pass's batches (shuffled within buckets and in
+order, from the seed and the pass number, so a pass is the same however many
+threads build it), and asks its subclass to build one batch, padded to the
+bucket's shape. It is a `keras.utils.PyDataset`: `model.fit` takes it, and
+`workers` threads build batches ahead of the step.
+
+Subclasses (`pipeline.BucketedPairs`, `speech.SpeechBatches`,
+`tts.MelBatches`) implement `make_batch` and `batch_shape`.
+
+Example:
+    >>> batches = SpeechBatches(utterances, extractor, vocabulary, batch_size=32, repeat=True)
+    >>> inputs, labels = batches[0]
+    >>> batches.shapes()                 # {(32, 104), (32, 200), ...}
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+import keras
+import numpy as np
+
+log = logging.getLogger("keras_s2s")
+
+
+def default_workers() -> int:
+    """Threads that build batches: the cores, at most 8 (NumPy's FFT and reductions free the GIL)."""
+    return max(1, min(8, os.cpu_count() or 1))
+
+
+class BucketedBatches(keras.utils.PyDataset):
+    """Items grouped by `bucket_of[i]`, served as batches of `batch_sizes[bucket]` items.
+
+    Args:
+        bucket_of: list[int]. Each item's bucket (any non-negative ints).
+        batch_sizes: list[int] | int. Items per batch, per bucket or for all.
+        shuffle: bool. Shuffle within buckets and the order of batches, anew each pass.
+        repeat: bool. Endless (Keras then counts steps itself); otherwise one pass,
+            and indexing past it raises IndexError.
+        drop_remainder: bool. Drop each bucket's last, smaller batch.
+        seed: int. Where the shuffles (and a subclass's random draws) start.
+        workers: int. Threads building batches ahead of the step.
+    """
+
+    def __init__(
+        self,
+        bucket_of: list[int],
+        batch_sizes,
+        shuffle: bool = True,
+        repeat: bool = False,
+        drop_remainder: bool = False,
+        seed: int = 0,
+        workers: int = 1,
+    ):
+        super().__init__(workers=workers, use_multiprocessing=False)
+        self.shuffle, self.repeat, self.drop_remainder, self.seed = (
+            shuffle,
+            repeat,
+            drop_remainder,
+            seed,
+        )
+        self.buckets: dict[int, list[int]] = {}
+        for index, bucket in enumerate(bucket_of):
+            self.buckets.setdefault(int(bucket), []).append(index)
+        sizes = batch_sizes if isinstance(batch_sizes, (list, tuple)) else None
+        self.batch_size_of = {
+            bucket: int(sizes[bucket] if sizes else batch_sizes) for bucket in self.buckets
+        }
+        self.epoch = 0  # passes finished by `on_epoch_end` (one-pass datasets)
+        self._plans: dict[int, list] = {}
+        self._lock = threading.Lock()
+        self.batches = self.plan(0)
+        if not self.batches:
+            raise ValueError(
+                "no whole batch: fewer items in every length bucket than the batch size "
+                "(use a smaller batch_size or keep the last, smaller batch)"
+            )
+
+    def plan(self, passes: int) -> list[tuple[int, list[int]]]:
+        """(bucket, item indices) of every batch of pass `passes`, in the order they are served."""
+        with self._lock:
+            if passes not in self._plans:
+                rng = np.random.default_rng([self.seed, passes])
+                batches = []
+                for bucket, members in sorted(self.buckets.items()):
+                    members = list(rng.permutation(members)) if self.shuffle else members
+                    size = self.batch_size_of[bucket]
+                    for start in range(0, len(members), size):
+                        chunk = [int(i) for i in members[start : start + size]]
+                        if len(chunk) == size or not self.drop_remainder:
+                            batches.append((bucket, chunk))
+                if self.shuffle:
+                    batches = [batches[i] for i in rng.permutation(len(batches))]
+                self._plans = {p: b for p, b in self._plans.items() if p >= passes - 1}
+                self._plans[passes] = batches
+            return self._plans[passes]
+
+    def shapes(self) -> set[tuple]:
+        """The shapes (`batch_shape`) the batches of a pass have: one compiled step each."""
+        return {self.batch_shape(bucket, len(chunk)) for bucket, chunk in self.batches}
+
+    def log_shapes(self, what: str) -> None:
+        log.info(
+            "%s: %d batches a pass in %d shapes (one compiled step each)",
+            what,
+            len(self.batches),
+            len(self.shapes()),
+        )
+
+    def batch_shape(self, bucket: int, size: int) -> tuple:
+        """The shape that identifies a batch of `size` items from `bucket` (its padded lengths)."""
+        raise NotImplementedError
+
+    def make_batch(self, bucket: int, items: list[int], rng: np.random.Generator):
+        """The (inputs, labels) of `items`, padded to `bucket`'s shape; `rng` for random draws."""
+        raise NotImplementedError
+
+    @property
+    def num_batches(self):
+        return None if self.repeat else len(self.batches)
+
+    def __len__(self):
+        return len(self.batches)
+
+    def __getitem__(self, index: int):
+        if not self.repeat and not 0 <= index < len(self.batches):
+            raise IndexError(f"batch {index} of a {len(self.batches)}-batch pass")
+        passes, position = divmod(int(index), len(self.batches))
+        passes += self.epoch
+        bucket, items = self.plan(passes)[position]
+        return self.make_batch(
+            bucket, items, np.random.default_rng([self.seed, passes, position, 1])
+        )
+
+    def on_epoch_end(self):
+        if not self.repeat:
+            self.epoch += 1
+
+
+def padded_rows(rows: list, width: int, value=0, dtype=np.int32) -> np.ndarray:
+    """`rows` (sequences of ids, or arrays [T, F]) stacked and padded (or cut) to `width` along time."""
+    first = np.asarray(rows[0])
+    batch = np.full((len(rows), width) + first.shape[1:], value, dtype)
+    for index, row in enumerate(rows):
+        row = np.asarray(row)[:width]
+        batch[index, : len(row)] = row
+    return batch
