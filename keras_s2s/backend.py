@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 
@@ -61,6 +62,36 @@ def is_tensorflow() -> bool:
 def is_jax() -> bool:
     """Whether Keras runs on JAX."""
     return name() == "jax"
+
+
+def process_shard() -> tuple[int, int]:
+    """(this process's index, the number of processes training together): which rows of each global
+    batch this process reads. (0, 1) except on JAX's distributed runtime (`--workers` on JAX)."""
+    if not is_jax():
+        return 0, 1
+    import jax
+
+    return jax.process_index(), jax.process_count()
+
+
+@contextlib.contextmanager
+def outside_distribution():
+    """No `keras.distribution` within: for what one process does alone while the others train.
+    Saving weights builds a throwaway optimizer, and a variable made inside a JAX distribution that
+    spans several processes waits for every process to make it too.
+
+    Example:
+        >>> with outside_distribution():
+        ...     model.save_weights("best.weights.h5")   # the chief alone
+    """
+    import keras
+
+    previous = keras.distribution.distribution()
+    keras.distribution.set_distribution(None)
+    try:
+        yield
+    finally:
+        keras.distribution.set_distribution(previous)
 
 
 def tensorflow_available() -> bool:

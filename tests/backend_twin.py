@@ -92,14 +92,8 @@ def build(architecture: str, **settings):
 
     card, overrides = ARCHITECTURES[architecture]
     keras.utils.set_random_seed(0)
-    return zoo.load(
-        card,
-        precision="float32",
-        strategy="default",
-        schedule="constant",
-        learning_rate=0.003,
-        **{**overrides, **settings},
-    )
+    settings = {"strategy": "default", **overrides, **settings}
+    return zoo.load(card, precision="float32", schedule="constant", learning_rate=0.003, **settings)
 
 
 def batch(architecture: str, model, size: int = 4, seed: int = 0):

@@ -208,6 +208,12 @@ def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
     first = [endless[i][0]["source"].shape for i in range(len(endless))]
     assert all(shape[0] in (16, 8) for shape in first)
     assert len({endless[i][0]["source"].shape for i in range(3 * len(endless))}) <= 4
+    # split over two devices: every batch even (a bucket's last, odd batch loses one pair)
+    halves = BucketedPairs(pairs, [16, 16, 8, 8], shuffle=False, replicas=2)
+    assert all(len(chunk) % 2 == 0 for _, chunk in halves.batches)
+    assert sum(len(chunk) for _, chunk in halves.batches) >= len(pairs) - 4
+    with pytest.raises(ValueError, match="cannot be split evenly over 2 devices"):
+        BucketedPairs(pairs, [16, 15, 8, 8], replicas=2)
 
 
 @pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_cli.py covers TensorFlow")
@@ -403,3 +409,30 @@ def test_a_run_stopped_by_a_full_disk_resumes_on_jax(tmp_path, capsys):
     finished = json.loads((out / "fit.json").read_text())
     assert finished["training_steps"] == 6, "epochs 2 and 3 after the restored epoch 1, no more"
     assert len(json.loads((out / "history.json").read_text())["loss"]) == 3
+
+
+@pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_distribute.py covers TensorFlow")
+def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_device(
+    tmp_path, capsys
+):
+    from tiny import TINY_GNMT
+
+    from keras_s2s import cli
+    from keras_s2s.distribution.strategies import describe_strategy, get_strategy
+
+    assert len(keras.distribution.list_devices()) == 2  # conftest: two host devices
+    mirrored = get_strategy("mirrored")
+    assert describe_strategy(mirrored) == "2 replica(s)"
+    rng = np.random.default_rng(0)
+    source, target = (rng.integers(4, 40, (32, 8)).astype("int32") for _ in range(2))
+    weights = []
+    for strategy in (get_strategy("default"), mirrored):
+        model = twin.build("gnmt", dropout=0.0, strategy=strategy)
+        with strategy.scope():
+            model.fit({"source": source, "target_in": target}, target, batch_size=16, verbose=0)
+        weights.append([np.asarray(w.value) for w in model.weights])
+    for one, two in zip(*weights):
+        np.testing.assert_allclose(one, two, atol=1e-5)
+    command = ["train", "gnmt_demo", "--data", "demo", "--steps", "2", "--strategy", "mirrored"]
+    assert cli.main([*command, "--out", str(tmp_path / "run"), *TINY_GNMT]) == 0
+    assert "float32, 2 replica(s)): 1 epoch(s) x 2 steps" in capsys.readouterr().out

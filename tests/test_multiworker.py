@@ -30,6 +30,21 @@ np.savez({out!r}.replace(".npz", "_accumulated.npz"), *weights)
 """
 
 
+# on JAX each worker feeds its own rows of every global batch (BucketedBatches does the same)
+JAX_WORKER_SCRIPT = """
+import json, os, sys
+sys.path.insert(0, {tests!r})
+import no_tensorflow
+import numpy as np
+os.environ["TF_CONFIG"] = {tf_config!r}
+from keras_s2s.distribution.strategies import get_strategy
+strategy = get_strategy("multiworker")
+from test_multiworker import train_tiny_gnmt
+loss, weights = train_tiny_gnmt(strategy, rows=({index}, 2), initial={initial!r})
+np.savez({out!r}, loss=loss, *weights)
+"""
+
+
 def free_ports(count):
     sockets = [socket.socket() for _ in range(count)]
     for s in sockets:
@@ -40,11 +55,12 @@ def free_ports(count):
     return ",".join(f"127.0.0.1:{p}" for p in ports)
 
 
-def train_tiny_gnmt(strategy, steps=3, accumulate_steps=1):
+def train_tiny_gnmt(strategy, steps=3, accumulate_steps=1, rows=None, initial=None):
     """A tiny GNMT trained `steps` updates on fixed, unpadded batches (global batch 16, in `accumulate_steps`
-    micro-batches); returns (last loss, weights)."""
+    micro-batches); returns (last loss, weights). `rows` (JAX workers): (index, count) of this
+    worker's share of every global batch, fed as NumPy arrays. `initial`: an .npz file of the
+    weights to start from (written there first if it does not exist: backends draw differently)."""
     import keras
-    import tensorflow as tf
 
     from keras_s2s import zoo
 
@@ -64,6 +80,20 @@ def train_tiny_gnmt(strategy, steps=3, accumulate_steps=1):
         schedule="constant",
         accumulate_steps=accumulate_steps,
     )
+    if initial is not None and os.path.exists(initial):
+        saved = np.load(initial)
+        model.set_weights([saved[f"arr_{i}"] for i in range(len(saved.files))])
+    elif initial is not None:
+        np.savez(initial, *[np.asarray(w) for w in model.get_weights()])
+    if rows is not None:
+        index, count = rows
+        mine = np.arange(16 * steps).reshape(steps, 16)[:, index::count].ravel()
+        with strategy.scope():
+            inputs = {"source": source[mine], "target_in": target[mine]}
+            history = model.fit(inputs, target[mine], 16 // count, verbose=0, shuffle=False)
+        return history.history["loss"][-1], [np.asarray(w.value) for w in model.weights]
+    import tensorflow as tf
+
     dataset = tf.data.Dataset.from_tensor_slices(({"source": source, "target_in": target}, target))
     dataset = dataset.batch(16 // accumulate_steps).take(steps * accumulate_steps)
     history = model.fit(dataset, epochs=1, verbose=0, shuffle=False)
@@ -124,6 +154,37 @@ def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_
         np.testing.assert_allclose(accumulated[0][f"arr_{index}"], expected, atol=1e-4)
 
 
+def test_two_jax_workers_end_with_identical_weights_and_the_single_process_loss(tmp_path):
+    """The same on JAX's distributed runtime (Gloo on CPUs), against TensorFlow's single process."""
+    pytest.importorskip("jax")
+    from keras_s2s.distribution.strategies import get_strategy, tf_config_for
+
+    tests = os.path.dirname(os.path.abspath(__file__))
+    initial = str(tmp_path / "initial.npz")  # TensorFlow's initial weights, for both backends
+    loss, weights = train_tiny_gnmt(get_strategy("default"), initial=initial)
+    env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS="")
+    processes = start_workers(
+        lambda workers, i: JAX_WORKER_SCRIPT.format(
+            tests=tests,
+            tf_config=tf_config_for(workers.split(","), i),
+            index=i,
+            initial=initial,
+            out=str(tmp_path / f"w{i}.npz"),
+        ),
+        tmp_path,
+        env,
+    )
+    for process in processes:
+        output = process.communicate(timeout=300)[0]
+        assert process.returncode == 0, output[-3000:]
+    first, second = (np.load(tmp_path / f"w{i}.npz") for i in range(2))
+    for key in first.files:
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    assert float(first["loss"]) == pytest.approx(loss, rel=1e-4)
+    for index, expected in enumerate(weights):
+        np.testing.assert_allclose(first[f"arr_{index}"], expected, atol=1e-4)
+
+
 EPOCHS, STEPS = 4, 3
 # the best epoch's weights, however small its lead
 TRAIN = [
@@ -160,8 +221,9 @@ TRAIN = [
 ]
 
 
-def start_job(run, tmp_path, name):
-    """Two `keras-s2s train` workers (index 0 = the chief) writing to `run`; their scratch in tmp_path/name."""
+def start_job(run, tmp_path, name, backend="tensorflow"):
+    """Two `keras-s2s train` workers (index 0 = the chief) writing to `run`; their scratch in
+    tmp_path/name. On `jax`, with TensorFlow blocked (JAX's distributed runtime, Gloo on CPUs)."""
     scratch = tmp_path / name
     scratch.mkdir()
     env = dict(
@@ -169,12 +231,16 @@ def start_job(run, tmp_path, name):
         KERAS_S2S_HOME=str(tmp_path / "home"),
         TF_CPP_MIN_LOG_LEVEL="2",
         TMPDIR=str(scratch),
+        KERAS_BACKEND=backend,
+        XLA_FLAGS="",  # one device per worker
     )
+    blocker = [os.path.join(os.path.dirname(__file__), "no_tensorflow.py")]
     workers = free_ports(2)
     return [
         subprocess.Popen(
             [
                 sys.executable,
+                *(blocker if backend == "jax" else []),
                 "-m",
                 "keras_s2s.cli",
                 *TRAIN,
@@ -195,9 +261,14 @@ def start_job(run, tmp_path, name):
 
 
 @pytest.mark.slow
-def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path, capsys, monkeypatch):
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
+def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(
+    backend, tmp_path, capsys, monkeypatch
+):
+    if backend == "jax":
+        pytest.importorskip("jax")
     run = tmp_path / "run"
-    (chief, worker), _ = start_job(run, tmp_path, "first")
+    (chief, worker), _ = start_job(run, tmp_path, "first", backend)
     pointer = run / "backup" / "latest.json"
     deadline = time.time() + 300
     while time.time() < deadline and chief.poll() is None:
@@ -218,7 +289,7 @@ def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(tmp_path, cap
     assert main([*TRAIN, "--out", str(run), "--set", "units=24"]) == 2
     assert "model.units (16 -> 24)" in capsys.readouterr().err
 
-    (chief, worker), scratch = start_job(run, tmp_path, "second")  # the job restarts
+    (chief, worker), scratch = start_job(run, tmp_path, "second", backend)  # the job restarts
     outputs = [p.communicate(timeout=600)[0] for p in (chief, worker)]
     assert chief.returncode == 0 and worker.returncode == 0, outputs[0][-3000:] + outputs[1][-3000:]
     for output in outputs:  # both workers restored the chief's backup

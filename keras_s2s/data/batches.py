@@ -8,6 +8,10 @@ threads build it), and asks its subclass to build one batch, padded to the
 bucket's shape. It is a `keras.utils.PyDataset`: `model.fit` takes it, and
 `workers` threads build batches ahead of the step.
 
+With several processes training together (JAX's distributed runtime, the
+`multiworker` strategy), every process plans the same global batches and
+builds only its own rows of each (`backend.process_shard`).
+
 Subclasses (`pipeline.BucketedPairs`, `speech.SpeechBatches`,
 `tts.MelBatches`) implement `make_batch` and `batch_shape`.
 
@@ -20,11 +24,14 @@ Example:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import threading
 
 import keras
 import numpy as np
+
+from keras_s2s.backend import process_shard
 
 log = logging.getLogger("keras_s2s")
 
@@ -46,6 +53,9 @@ class BucketedBatches(keras.utils.PyDataset):
         drop_remainder: bool. Drop each bucket's last, smaller batch.
         seed: int. Where the shuffles (and a subclass's random draws) start.
         workers: int. Threads building batches ahead of the step.
+        replicas: int. Devices each batch is split over (`keras.distribution`): every batch's
+            size is made a multiple of it (and of the worker processes), dropping at most
+            `replicas - 1` items of a bucket's last batch.
     """
 
     def __init__(
@@ -57,6 +67,7 @@ class BucketedBatches(keras.utils.PyDataset):
         drop_remainder: bool = False,
         seed: int = 0,
         workers: int = 1,
+        replicas: int = 1,
     ):
         super().__init__(workers=workers, use_multiprocessing=False)
         self.shuffle, self.repeat, self.drop_remainder, self.seed = (
@@ -72,6 +83,14 @@ class BucketedBatches(keras.utils.PyDataset):
         self.batch_size_of = {
             bucket: int(sizes[bucket] if sizes else batch_sizes) for bucket in self.buckets
         }
+        self.shard, self.shards = process_shard()
+        self.split_over = math.lcm(max(1, int(replicas)), self.shards)
+        uneven = sorted({size for size in self.batch_size_of.values() if size % self.split_over})
+        if uneven:
+            raise ValueError(
+                f"batch size(s) {uneven} cannot be split evenly over {self.split_over} devices: give a "
+                f"batch_size that is a multiple of {self.split_over}"
+            )
         self.epoch = 0  # passes finished by `on_epoch_end` (one-pass datasets)
         self._plans: dict[int, list] = {}
         self._lock = threading.Lock()
@@ -93,7 +112,10 @@ class BucketedBatches(keras.utils.PyDataset):
                     size = self.batch_size_of[bucket]
                     for start in range(0, len(members), size):
                         chunk = [int(i) for i in members[start : start + size]]
-                        if len(chunk) == size or not self.drop_remainder:
+                        if len(chunk) < size and self.drop_remainder:
+                            continue
+                        chunk = chunk[: len(chunk) - len(chunk) % self.split_over]  # split evenly
+                        if chunk:
                             batches.append((bucket, chunk))
                 if self.shuffle:
                     batches = [batches[i] for i in rng.permutation(len(batches))]
@@ -102,8 +124,11 @@ class BucketedBatches(keras.utils.PyDataset):
             return self._plans[passes]
 
     def shapes(self) -> set[tuple]:
-        """The shapes (`batch_shape`) the batches of a pass have: one compiled step each."""
-        return {self.batch_shape(bucket, len(chunk)) for bucket, chunk in self.batches}
+        """The shapes (`batch_shape`) the batches of a pass have: one compiled step each (the rows
+        this process reads)."""
+        return {
+            self.batch_shape(bucket, len(chunk) // self.shards) for bucket, chunk in self.batches
+        }
 
     def log_shapes(self, what: str) -> None:
         log.info(
@@ -134,6 +159,7 @@ class BucketedBatches(keras.utils.PyDataset):
         passes, position = divmod(int(index), len(self.batches))
         passes += self.epoch
         bucket, items = self.plan(passes)[position]
+        items = items[self.shard :: self.shards]  # this process's rows (all of them on one process)
         return self.make_batch(
             bucket, items, np.random.default_rng([self.seed, passes, position, 1])
         )

@@ -114,6 +114,7 @@ def load_parallel_data(
     drop_remainder: bool = False,
     fit_to_corpus: list[str] | tuple = (),
     length_limit: int | None = None,
+    replicas: int = 1,
 ) -> ParallelData:
     """Load a parallel corpus and build its pipelines.
 
@@ -143,6 +144,7 @@ def load_parallel_data(
             see `keras_s2s.data.fitting`); the choices are in `.fitted`.
         length_limit: int | None. The most positions the model has: a fitted
             `max_length` stays within it.
+        replicas: int. Devices each batch is split over (JAX's `keras.distribution`).
     """
     unknown = sorted(set(fit_to_corpus) - set(FITTABLE))
     if unknown:
@@ -198,6 +200,7 @@ def load_parallel_data(
         bucket_width=bucket_width,
         pad_to_multiple=pad_to_multiple,
         batch_tokens=batch_tokens,
+        replicas=replicas,
     )
     train_ds = make_dataset(
         [s for s, _ in train],

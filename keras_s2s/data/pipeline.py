@@ -92,6 +92,7 @@ def make_dataset(
     drop_remainder: bool = False,
     seed: int = 0,
     batch_tokens: int | None = None,
+    replicas: int = 1,
 ) -> tf.data.Dataset:
     """Batched, bucketed teacher-forcing dataset.
 
@@ -107,6 +108,8 @@ def make_dataset(
         batch_tokens: int | None. Token-based batching: each length bucket
             gets `batch_tokens // bucket length` sentences (a multiple of 8
             when that is at least 8) instead of `batch_size`.
+        replicas: int. Devices each batch is split over (`BucketedBatches`; tf.distribute
+            splits batches itself).
     """
     pairs = encode_pairs(sources, targets, tokenizer, max_length)
     if not is_tensorflow():
@@ -124,6 +127,7 @@ def make_dataset(
             repeat=repeat,
             drop_remainder=drop_remainder or (shuffle and repeat),
             seed=seed,
+            replicas=replicas,
         )
     source = _ragged([s for s, _ in pairs])
     target_in = _ragged([[BOS_ID] + t for _, t in pairs])
@@ -181,6 +185,7 @@ class BucketedPairs(BucketedBatches):
         repeat: bool = False,
         drop_remainder: bool = False,
         seed: int = 0,
+        replicas: int = 1,
     ):
         self.pairs = list(pairs)
         self.bucket_width, self.pad_to_multiple = bucket_width, pad_to_multiple
@@ -189,7 +194,9 @@ class BucketedPairs(BucketedBatches):
             min((max(len(source), len(target) + 1) - 1) // bucket_width, last)
             for source, target in self.pairs
         ]
-        super().__init__(buckets, list(batch_sizes), shuffle, repeat, drop_remainder, seed)
+        super().__init__(
+            buckets, list(batch_sizes), shuffle, repeat, drop_remainder, seed, replicas=replicas
+        )
         self.log_shapes("translation batches")
 
     def _width(self, bucket: int) -> int:

@@ -272,6 +272,7 @@ class SpeechBatches(BucketedBatches):
         seed: int = 0,
         training: bool | None = None,
         workers: int | None = None,
+        replicas: int = 1,
     ):
         self.extractor, self.training = extractor, shuffle if training is None else training
         self.augment = check_augment(dict(augment or {})) if self.training else {}
@@ -290,8 +291,9 @@ class SpeechBatches(BucketedBatches):
         for bucket, label in zip(buckets, self.labels):
             self.label_width[bucket] = max(self.label_width.get(bucket, 1), len(label))
         super().__init__(
-            buckets, batch_size, shuffle, repeat, drop_remainder, seed, workers or default_workers()
-        )
+            buckets, batch_size, shuffle, repeat, drop_remainder, seed,
+            workers or default_workers(), replicas,
+        )  # fmt: skip
         self.log_shapes("speech batches")
 
     def batch_shape(self, bucket: int, size: int) -> tuple[int, int, int]:
@@ -330,16 +332,17 @@ def make_speech_dataset(
     bucket_seconds: float = 1.0,
     seed: int = 0,
     training: bool | None = None,
+    replicas: int = 1,
 ):
     """Batched ({"features": [B, T, F], "feature_lengths": [B]}, char ids [B, L]) dataset: `tf.data`
-    on TensorFlow, `SpeechBatches` elsewhere.
+    on TensorFlow, `SpeechBatches` elsewhere (`replicas`: devices each batch is split over).
 
     `training` (default: `shuffle`) turns on dithering and `augment`.
     """
     if not is_tensorflow():
         return SpeechBatches(
             utterances, extractor, vocabulary, batch_size, shuffle, repeat, drop_remainder,
-            pad_to_multiple, augment, bucket_seconds, seed, training,
+            pad_to_multiple, augment, bucket_seconds, seed, training, replicas=replicas,
         )  # fmt: skip
     training = shuffle if training is None else training
     augment = check_augment(dict(augment or {}))
@@ -409,6 +412,7 @@ def load_speech_data(
     pad_to_multiple: int = 8,
     repeat: bool = False,
     drop_remainder: bool = False,
+    replicas: int = 1,
 ) -> SpeechData:
     """Load a speech source and build its pipelines.
 
@@ -422,6 +426,7 @@ def load_speech_data(
         num_train: int. Cap on training utterances (0 = all; demo-speech: how many to synthesize, default 6000).
         min_duration, max_duration: float. Seconds; others are skipped and counted.
         augment: dict | None. Training augmentation (see `augment.py`).
+        replicas: int. Devices each batch is split over (JAX's `keras.distribution`).
     """
     if vocabulary not in ("characters", "subword"):
         raise ValueError(f"vocabulary must be 'characters' or 'subword', got {vocabulary!r}")
@@ -441,6 +446,7 @@ def load_speech_data(
         vocabulary=vocabulary,
         batch_size=batch_size,
         pad_to_multiple=pad_to_multiple,
+        replicas=replicas,
     )
     train_ds = make_speech_dataset(
         train_ok,

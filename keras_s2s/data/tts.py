@@ -118,6 +118,7 @@ class MelBatches(BucketedBatches):
         seed: int = 0,
         tail_steps: int = 0,
         workers: int | None = None,
+        replicas: int = 1,
     ):
         self.extractor, self.cache = extractor, {} if cache else None
         self.paths = [str(u.path) for u, _ in utterances]
@@ -133,8 +134,9 @@ class MelBatches(BucketedBatches):
         for bucket, text in zip(buckets, self.texts):
             self.text_width[bucket] = max(self.text_width.get(bucket, 1), len(text))
         super().__init__(
-            buckets, batch_size, shuffle, repeat, drop_remainder, seed, workers or default_workers()
-        )
+            buckets, batch_size, shuffle, repeat, drop_remainder, seed,
+            workers or default_workers(), replicas,
+        )  # fmt: skip
         self.log_shapes("synthesis batches")
 
     def batch_shape(self, bucket: int, size: int) -> tuple[int, int, int]:
@@ -178,6 +180,7 @@ def make_tts_dataset(
     bucket_seconds: float = 1.0,
     seed: int = 0,
     tail_steps: int = 0,
+    replicas: int = 1,
 ):
     """Batched ({"text": [B, L], "mel": [B, T, M], "mel_lengths": [B]}, mel [B, T, M]) dataset.
 
@@ -190,6 +193,7 @@ def make_tts_dataset(
         return MelBatches(
             utterances, extractor, vocabulary, reduction_factor, batch_size, shuffle, repeat,
             drop_remainder, pad_to_multiple, cache, bucket_seconds, seed, tail_steps,
+            replicas=replicas,
         )  # fmt: skip
     texts = [vocabulary.encode(u.transcript) for u, _ in utterances]
     flat = np.fromiter((i for row in texts for i in row), dtype=np.int32)
@@ -253,6 +257,7 @@ def load_tts_data(
     pad_to_multiple: int = 1,
     repeat: bool = False,
     drop_remainder: bool = False,
+    replicas: int = 1,
 ) -> SpeechData:
     """Load a synthesis corpus and build its pipelines.
 
@@ -265,6 +270,7 @@ def load_tts_data(
         cache: str. Where mel targets are kept after the first epoch: `memory`, a file prefix, or "".
         reduction_factor: int. Mel frames per decoder step (frame counts are padded to a multiple).
         tail_steps: int. Decoder steps of silence after every utterance (the model's `stop_tail`).
+        replicas: int. Devices each batch is split over (JAX's `keras.distribution`).
     """
     extractor = mel_extractor(**(features or {}))
     vocabulary = tts_vocabulary(characters)
@@ -291,6 +297,7 @@ def load_tts_data(
         pad_to_multiple=pad_to_multiple,
         seed=seed,
         tail_steps=tail_steps,
+        replicas=replicas,
     )
     train_ds = make_tts_dataset(
         train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder, cache=cache, **common

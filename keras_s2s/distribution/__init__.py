@@ -18,6 +18,7 @@ _PUBLIC = {
     "describe_strategy": "keras_s2s.distribution.strategies",
     "get_strategy": "keras_s2s.distribution.strategies",
     "is_chief": "keras_s2s.distribution.strategies",
+    "is_multiworker": "keras_s2s.distribution.strategies",
     "tf_config_for": "keras_s2s.distribution.strategies",
 }
 

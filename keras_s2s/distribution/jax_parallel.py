@@ -3,8 +3,14 @@ zoo and the runner use (`scope()`, `num_replicas_in_sync`, `extended.should_chec
 
 `default` is one device; `mirrored` is `keras.distribution.DataParallel` over
 every local device (each batch split along its first axis; XLA sums the
-gradients); `auto` picks `mirrored` when there are several devices. The hybrid
-RNN placement is TensorFlow's (per-layer device scopes), and refused here.
+gradients); `auto` picks `mirrored` when there are several devices, and
+`multiworker` when TF_CONFIG names several workers. `multiworker` joins the
+job TF_CONFIG describes (what `--workers`/`--task-index` write) through JAX's
+distributed runtime (`keras.distribution.initialize`; worker 0 coordinates;
+Gloo collectives on CPUs) and is `DataParallel` over every device of every
+process: each process reads its own rows of every global batch
+(`backend.process_shard`). The hybrid RNN placement is TensorFlow's (per-layer device
+scopes), and refused here.
 
 Example:
     >>> distribution = distribution_for("mirrored", "gnmt.yaml")
@@ -15,7 +21,9 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
+import os
 import types
 
 import keras
@@ -43,12 +51,41 @@ class KerasDistribution:
         return self.distribution.scope()
 
 
+def _tf_config_workers() -> list[str]:
+    return json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {}).get("worker", [])
+
+
+def join_workers() -> int:
+    """Join the job TF_CONFIG describes (once, before JAX computes anything); the process count."""
+    import jax
+
+    if not jax.distributed.is_initialized():
+        config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+        workers, index = _tf_config_workers(), config.get("task", {}).get("index")
+        if len(workers) < 2 or index is None:
+            raise ValueError(
+                "strategy multiworker needs the job's workers: --workers host:port,host:port "
+                "--task-index N (or TF_CONFIG)"
+            )
+        log.info(
+            "joining %d workers as worker %d (coordinator %s)", len(workers), index, workers[0]
+        )
+        keras.distribution.initialize(",".join(workers), len(workers), int(index))
+    return jax.process_count()
+
+
 def distribution_for(name, where="the card") -> KerasDistribution:
-    """The `KerasDistribution` for a strategy name (`auto`, `default`, `mirrored`)."""
+    """The `KerasDistribution` for a strategy name (`auto`, `default`, `mirrored`, `multiworker`)."""
     if isinstance(name, KerasDistribution):
         return name
     if name not in STRATEGIES:
         raise CardError(f"{where}: strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
+    if name == "multiworker" or (name == "auto" and len(_tf_config_workers()) > 1):
+        processes = join_workers()
+        devices = keras.distribution.list_devices()
+        log.info("strategy multiworker: %d device(s) in %d processes", len(devices), processes)
+        parallel = keras.distribution.DataParallel(devices=devices, auto_shard_dataset=False)
+        return KerasDistribution(parallel, "multiworker")
     devices = keras.distribution.list_devices()
     if name == "auto":
         name = "mirrored" if len(devices) > 1 else "default"
@@ -59,5 +96,5 @@ def distribution_for(name, where="the card") -> KerasDistribution:
         return KerasDistribution(keras.distribution.DataParallel(devices=devices), "mirrored")
     raise CardError(
         f"{where}: strategy {name!r} runs on Keras's TensorFlow backend only; on JAX use "
-        "'mirrored' (every local device) or 'default'"
+        "'mirrored' (every local device), 'multiworker' or 'default'"
     )

@@ -109,6 +109,14 @@ def get_strategy(
     return MultiWorkerStrategy()
 
 
+def is_multiworker(strategy) -> bool:
+    """Whether `strategy` trains in several processes (TensorFlow's multi-worker strategy, or JAX's
+    distributed runtime)."""
+    if is_tensorflow():
+        return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+    return getattr(strategy, "name", "") == "multiworker"
+
+
 def describe_strategy(strategy) -> str:
     """`2 replica(s)`, or `hybrid over 2 device(s)`, for progress messages."""
     if isinstance(strategy, HybridParallel):
@@ -116,4 +124,8 @@ def describe_strategy(strategy) -> str:
     if is_tensorflow() and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
         workers = _count_workers(strategy.cluster_resolver.cluster_spec().as_dict()) or 1
         return f"{strategy.num_replicas_in_sync} replica(s) on {workers} worker(s)"
+    if is_multiworker(strategy):  # JAX
+        import jax
+
+        return f"{strategy.num_replicas_in_sync} replica(s) on {jax.process_count()} worker(s)"
     return f"{strategy.num_replicas_in_sync} replica(s)"

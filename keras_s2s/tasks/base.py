@@ -135,6 +135,7 @@ def prepare_audio(
         **load_args,
         repeat=True,
         drop_remainder=strategy.num_replicas_in_sync > 1,
+        replicas=strategy.num_replicas_in_sync,
     )
     require_test_split(len(data.test_utterances), card)
     log.info("data ready in %.1fs", time.time() - start)

@@ -113,6 +113,7 @@ class Translation(Task):
             tokenizer=tokenizer,
             repeat=True,
             drop_remainder=strategy.num_replicas_in_sync > 1,
+            replicas=strategy.num_replicas_in_sync,
             length_limit=card.model["max_positions"] - 1
             if card.model.get("max_positions")
             else None,  # BOS/EOS

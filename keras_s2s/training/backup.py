@@ -15,9 +15,21 @@ from pathlib import Path
 
 import keras
 
+from keras_s2s.backend import outside_distribution
 from keras_s2s.files import atomic_write, ensure_free_space, weights_file_bytes
 
 log = logging.getLogger("keras_s2s")
+
+
+def save_weights_alone(model):
+    """A writer for `atomic_write` that saves `model`'s weights in this process alone (a multi-worker
+    job's chief writes what the others do not: see `backend.outside_distribution`)."""
+
+    def write(path):
+        with outside_distribution():
+            model.save_weights(path)
+
+    return write
 
 
 class AtomicCheckpoint(keras.callbacks.Callback):
@@ -33,7 +45,9 @@ class AtomicCheckpoint(keras.callbacks.Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.directory.mkdir(parents=True, exist_ok=True)
         ensure_free_space(self.directory, weights_file_bytes(self.model))
-        atomic_write(self.directory / f"epoch-{epoch + 1:03d}.weights.h5", self.model.save_weights)
+        atomic_write(
+            self.directory / f"epoch-{epoch + 1:03d}.weights.h5", save_weights_alone(self.model)
+        )
 
 
 class AtomicBackupAndRestore(keras.callbacks.Callback):
@@ -109,7 +123,7 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         self.backup_dir.mkdir(parents=True, exist_ok=True)
         ensure_free_space(self.backup_dir, weights_file_bytes(self.model))
         name = f"epoch-{epoch + 1:04d}.weights.h5"
-        atomic_write(self.backup_dir / name, self.model.save_weights)
+        atomic_write(self.backup_dir / name, save_weights_alone(self.model))
         atomic_write(
             self.backup_dir / "latest.json",
             lambda p: p.write_text(

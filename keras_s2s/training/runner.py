@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -38,10 +39,10 @@ import keras
 import yaml
 
 from keras_s2s import tasks, zoo
-from keras_s2s.backend import is_tensorflow, tensorflow_available, tf
+from keras_s2s.backend import is_tensorflow, tensorflow_available
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.fitting import settings_to_fit
-from keras_s2s.distribution import describe_strategy, get_strategy, is_chief
+from keras_s2s.distribution import describe_strategy, get_strategy, is_chief, is_multiworker
 from keras_s2s.files import atomic_write
 from keras_s2s.precision import set_precision
 from keras_s2s.tasks import PreparedTask
@@ -226,11 +227,7 @@ def train(
             "training.schedule deadline decays by the share of the time budget spent: give "
             "--time-limit (or training.time_limit), or another schedule"
         )
-    if (
-        card.training.get("time_limit")
-        and is_tensorflow()
-        and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-    ):
+    if card.training.get("time_limit") and is_multiworker(strategy):
         raise ValueError(
             "training.time_limit is not supported with several workers yet (each worker's clock "
             "would stop it at another step); give --steps or --epochs"
@@ -338,16 +335,18 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         )
     elif task.valid is not None:  # a PyDataset: one pass each epoch
         validation = dict(validation_data=task.valid)
-    model_obj.fit(
-        task.train,
-        **validation,
-        epochs=epochs,
-        initial_epoch=initial_epoch,
-        steps_per_epoch=steps_per_epoch,
-        callbacks=callbacks,
-        verbose=verbose,
-        shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data.Dataset
-    )
+    # on JAX, keras.distribution splits the batches among the devices inside the scope only
+    with contextlib.nullcontext() if is_tensorflow() else strategy.scope():
+        model_obj.fit(
+            task.train,
+            **validation,
+            epochs=epochs,
+            initial_epoch=initial_epoch,
+            steps_per_epoch=steps_per_epoch,
+            callbacks=callbacks,
+            verbose=verbose,
+            shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data.Dataset
+        )
     train_seconds = backup.seconds_spent()  # the runs before a resume included
     fit_cores = cores_busy(fit_clock)
     if not chief:
@@ -365,6 +364,9 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         fit["best_epoch"] = best.best_epoch
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
     atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
+    if is_multiworker(strategy) and not is_tensorflow():
+        # the other workers have left: evaluate a one-process copy (JAX's arrays span every worker)
+        model_obj = load_model(out)
     print(
         f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
         f"model saved to {out / 'model.keras'}"

@@ -32,6 +32,7 @@ import keras
 
 from keras_s2s.files import atomic_write, ensure_free_space, weights_file_bytes
 from keras_s2s.metrics import score
+from keras_s2s.training.backup import save_weights_alone
 
 log = logging.getLogger("keras_s2s")
 METRICS = ("bleu", "chrf", "loss")
@@ -129,7 +130,7 @@ class BestCheckpoint(keras.callbacks.Callback):
             if self.write:
                 self.directory.mkdir(parents=True, exist_ok=True)
                 ensure_free_space(self.directory, weights_file_bytes(self.model))
-                atomic_write(self.directory / BEST_WEIGHTS, self.model.save_weights)
+                atomic_write(self.directory / BEST_WEIGHTS, save_weights_alone(self.model))
         if self.write:
             state = {"metric": self.metric, "best_epoch": self.best_epoch, "scores": self.scores}
             atomic_write(
