@@ -83,21 +83,25 @@ def one_augmentation_each(settings: dict) -> dict[str, dict]:
 
 
 def augmentation_cost(clips: list[np.ndarray], settings: dict, repeats: int) -> dict:
-    """Utterances/s of extraction after no augmentation, each one alone, and all of them, each
-    traced as `tf.data` runs it."""
+    """Utterances/s of extraction after no augmentation, each one alone, and all of them: the
+    augmentations in NumPy, the features traced, as `tf.data` runs them."""
     extractor = FeatureExtractor(kind="logmel", num_features=64)
     variants = {"none (extraction only)": {}, **one_augmentation_each(settings), "all": settings}
-    rates = {}
+    graph = tf.function(
+        lambda audio: extractor(audio, training=True),
+        input_signature=[tf.TensorSpec([None], tf.float32)],
+    )
+    graph(tf.constant(clips[0]))  # trace
+    rng, rates = np.random.default_rng(0), {}
     for name, chosen in variants.items():
         chosen = check_augment(dict(chosen))
 
         def pipeline(audio, chosen=chosen):
-            features = extractor(augment_audio(audio, chosen) if chosen else audio, training=True)
-            return augment_features(features, chosen) if chosen else features
+            audio = augment_audio(audio, chosen, rng=rng) if chosen else audio
+            features = graph(tf.constant(audio)).numpy()
+            return augment_features(features, chosen, rng) if chosen else features
 
-        graph = tf.function(pipeline, input_signature=[tf.TensorSpec([None], tf.float32)])
-        graph(tf.constant(clips[0]))  # trace
-        run = lambda graph=graph: [graph(tf.constant(c)).numpy() for c in clips]  # noqa: E731
+        run = lambda pipeline=pipeline: [pipeline(c) for c in clips]  # noqa: E731
         rates[name] = len(clips) / median_seconds(run, repeats)
     return rates
 

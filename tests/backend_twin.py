@@ -9,9 +9,9 @@ script under JAX with TensorFlow blocked:
     KERAS_BACKEND=jax python tests/no_tensorflow.py tests/backend_twin.py DIR
 
 which writes DIR/ARCH.jax.npz from DIR/ARCH.weights.h5 and DIR/ARCH.batch.npz;
-then trains each model one more epoch on JAX and writes its weights and
-outputs (DIR/ARCH.jax.weights.h5, DIR/ARCH.jax-trained.npz) for TensorFlow to
-load; and decodes with the shipped presets, trained on TensorFlow
+then trains each recurrent model one more epoch on JAX and writes its weights
+and outputs (DIR/ARCH.jax.weights.h5, DIR/ARCH.jax-trained.npz) for
+TensorFlow to load; and decodes with the shipped presets, trained on TensorFlow
 (`preset_outputs`, DIR/presets.jax.npz).
 """
 
@@ -84,6 +84,9 @@ ARCHITECTURES = {  # architecture -> (demo card, tiny overrides)
     ),
 }
 TEXT = ("gnmt", "transformer", "convs2s")
+# where the backends' layers differ most (TensorFlow's hoisted recurrence, JAX's Keras loop or scan):
+# also trained on JAX and loaded on TensorFlow
+RECURRENT = ("gnmt", "deepspeech2", "tacotron2")
 
 
 def build(architecture: str, **settings):
@@ -175,13 +178,15 @@ def main(directory: str) -> None:
             f"{directory}/{architecture}.jax.npz",
             **outputs(architecture, model, inputs, saved["labels"]),
         )
+        print(architecture, "done", flush=True)
+        if architecture not in RECURRENT:
+            continue
         model.fit(inputs, saved["labels"], epochs=1, verbose=0)  # weights only JAX has computed
         model.save_weights(f"{directory}/{architecture}.jax.weights.h5")
         np.savez(
             f"{directory}/{architecture}.jax-trained.npz",
             **outputs(architecture, model, inputs, saved["labels"], decode=False),
         )
-        print(architecture, "done", flush=True)
     np.savez(f"{directory}/presets.jax.npz", **preset_outputs(f"{directory}/speech.wav"))
 
 

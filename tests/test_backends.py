@@ -86,6 +86,8 @@ def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
     for architecture, tensorflow_outputs in expected.items():
         jax_outputs = dict(np.load(tmp_path / f"{architecture}.jax.npz"))
         _equal_outputs(tensorflow_outputs, jax_outputs)
+        if architecture not in twin.RECURRENT:
+            continue
         # the other way: weights trained on JAX, loaded here (losses and outputs; decoded ids of
         # these barely trained models can flip on near-ties, which the first direction checks)
         model = twin.build(architecture)
@@ -218,19 +220,41 @@ def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
 
 @pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_cli.py covers TensorFlow")
 def test_the_command_line_trains_evaluates_and_translates_without_tensorflow(tmp_path, capsys):
+    """`keras-s2s train` on JAX, stopped by a full disk after its first epoch's backup and finished by
+    the same command (the backup's weights, optimizer state and epoch count restored), then
+    `translate`; `export` to a SavedModel is refused by name."""
     import sys as system
 
-    from keras_s2s import cli
+    from tiny import TINY_GNMT, flags
+
+    from keras_s2s import cli, files
 
     run = tmp_path / "run"
-    tiny = dict(units=16, num_layers=2, num_train=200, num_valid=16, num_test=8, vocab_size=200)
-    tiny.update(batch_size=16, max_length=40, decode_max_length=16, epochs=1, steps_per_epoch=4)
-    flags = [item for key, value in tiny.items() for item in ("--set", f"{key}={value}")]
-    assert cli.main(["train", "gnmt_demo", "--data", "demo", "--out", str(run), *flags]) == 0
+    command = ["train", "gnmt_demo", "--data", "demo", "--epochs", "2", "--out", str(run)]
+    command += [*TINY_GNMT, *flags(steps_per_epoch=2, max_length=24, decode_max_length=12)]
+    real, backups = files.shutil.disk_usage, []
+
+    def filling_disk(path):  # room for everything up to the first epoch's backup, none after it
+        full = bool(backups)
+        if Path(path).name == "backup":
+            backups.append(path)
+        usage = real(path)
+        return usage._replace(free=1000) if full else usage
+
+    files.shutil.disk_usage = filling_disk
+    try:
+        assert cli.main(command) == 1
+    finally:
+        files.shutil.disk_usage = real
+    assert (run / "backup" / "latest.json").is_file() and not (run / "model.keras").exists()
+    assert cli.main(command) == 0
     assert "held-out BLEU" in capsys.readouterr().out
     assert {"model.keras", "history.json", "fit.json", "eval.json", "preset"} <= {
         p.name for p in run.iterdir()
     }
+    finished = json.loads((run / "fit.json").read_text())
+    assert finished["training_steps"] == 4, "epoch 2 after the restored epoch 1, no more"
+    assert len(json.loads((run / "history.json").read_text())["loss"]) == 2
     assert "tensorflow" not in system.modules
     (tmp_path / "in.txt").write_text("the dog sees a cat\n")
     assert (
@@ -359,7 +383,8 @@ def test_speech_commands_run_without_tensorflow(tmp_path, capsys, monkeypatch):
         epilogue_channels=[16, 16], epilogue_kernel=5, **corpus,
     )  # fmt: skip
     train = ["train", "wave2letter_demo", "--data", "demo-speech", "--steps", "2", "--out"]
-    assert cli.main([*train, str(asr), *recognizer, "--precision", "float32"]) == 0
+    one_device = ["--precision", "float32", "--strategy", "default"]  # 12 utterances: no even split
+    assert cli.main([*train, str(asr), *recognizer, *one_device]) == 0
     assert "held-out WER" in capsys.readouterr().out
     assert cli.main(["evaluate", "--model", str(asr), "--beam-width", "2"]) == 0
     assert (asr / "eval-beam2.json").is_file()
@@ -373,51 +398,15 @@ def test_speech_commands_run_without_tensorflow(tmp_path, capsys, monkeypatch):
 
     synthesizer = flags(**TINY_TACOTRON, **corpus, max_decoder_steps=12)
     train = ["train", "tacotron2_demo", "--data", "demo-tts", "--steps", "2", "--out", str(tts)]
-    assert cli.main([*train, *synthesizer, "--precision", "float32"]) == 0
+    assert cli.main([*train, *synthesizer, *one_device]) == 0
     assert "held-out synthesis" in capsys.readouterr().out
     said = tmp_path / "said.wav"
     assert cli.main(["synthesize", "--model", str(tts), "-o", str(said), "a red dog."]) == 0
     assert said.stat().st_size > 44 and "tensorflow" not in system.modules
 
 
-@pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_fault_tolerance.py covers it")
-def test_a_run_stopped_by_a_full_disk_resumes_on_jax(tmp_path, capsys):
-    """The epoch backup (weights, optimizer state, epoch count) written and restored on JAX."""
-    from tiny import TINY_GNMT, flags
-
-    from keras_s2s import cli, files
-
-    out = tmp_path / "run"
-    command = ["train", "gnmt", "--data", "demo", "--epochs", "3", "--out", str(out), *TINY_GNMT]
-    command += flags(steps_per_epoch=2, num_train=120, max_length=16, decode_max_length=8)
-    real, backups = files.shutil.disk_usage, []
-
-    def filling_disk(path):  # room for everything up to the first epoch's backup, none after it
-        full = bool(backups)
-        if Path(path).name == "backup":
-            backups.append(path)
-        usage = real(path)
-        return usage._replace(free=1000) if full else usage
-
-    files.shutil.disk_usage = filling_disk
-    try:
-        assert cli.main(command) == 1
-    finally:
-        files.shutil.disk_usage = real
-    assert (out / "backup" / "latest.json").is_file() and not (out / "model.keras").exists()
-    assert cli.main(command) == 0
-    finished = json.loads((out / "fit.json").read_text())
-    assert finished["training_steps"] == 6, "epochs 2 and 3 after the restored epoch 1, no more"
-    assert len(json.loads((out / "history.json").read_text())["loss"]) == 3
-
-
 @pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_distribute.py covers TensorFlow")
-def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_device(
-    tmp_path, capsys
-):
-    from tiny import TINY_GNMT
-
-    from keras_s2s import cli
+def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_device():
     from keras_s2s.distribution.strategies import describe_strategy, get_strategy
 
     assert len(keras.distribution.list_devices()) == 2  # conftest: two host devices
@@ -433,6 +422,3 @@ def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_d
         weights.append([np.asarray(w.value) for w in model.weights])
     for one, two in zip(*weights):
         np.testing.assert_allclose(one, two, atol=1e-5)
-    command = ["train", "gnmt_demo", "--data", "demo", "--steps", "2", "--strategy", "mirrored"]
-    assert cli.main([*command, "--out", str(tmp_path / "run"), *TINY_GNMT]) == 0
-    assert "float32, 2 replica(s)): 1 epoch(s) x 2 steps" in capsys.readouterr().out

@@ -94,3 +94,22 @@ def test_flop_count_of_a_transformer_matches_a_hand_count():
     assert (
         flops.training_flops("transformer", model, {"batch": batch, "length": length}) == expected
     )
+
+
+def test_the_backend_comparison_runs_both_backends_in_turn(tmp_path):
+    """`bench_backends.py` on one tiny card: both workers answer, the table has both timings."""
+    import json
+    import subprocess
+
+    pytest.importorskip("jax")
+    out = tmp_path / "rows.json"
+    command = [sys.executable, str(pathlib.Path(flops.__file__).parent / "bench_backends.py")]
+    command += ["--cards", "wave2letter_demo", "--precisions", "float32", "--steps", "1"]
+    command += ["--repeats", "2", "--warmup", "1", "--seconds", "0.5", "--json", str(out)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (row,) = json.loads(out.read_text())
+    assert row["card"] == "wave2letter_demo" and row["unit"] == "frames"
+    for backend in ("tensorflow", "jax"):
+        assert row[backend]["seconds_per_step"] > 0 and row[backend]["compile_seconds"] >= 0
+    assert "| wave2letter_demo | float32 |" in result.stdout
