@@ -6,8 +6,9 @@ same synthetic batch, each as a user gets it (TensorFlow with the card's CPU
 settings, JAX compiled). The parent asks them in turn (TensorFlow, JAX,
 TensorFlow, JAX, ...) to time `--steps` training steps, `--repeats` times, so
 the machine's drift falls on both alike. Printed per card and precision:
-s/step on each backend (median of the repeats), JAX / TensorFlow, and the
-compile time of each (the warm-up steps less their share of the timed ones).
+s/step on each backend (each step timed by a callback, JAX waiting for it;
+the median of every repeat's median), JAX / TensorFlow, and the compile time
+of each (the warm-up call less its steps).
 
     python benchmarks/bench_backends.py                         # every demo card, both precisions
     python benchmarks/bench_backends.py --cards gnmt_demo --precisions float32 --json out.json
@@ -58,24 +59,37 @@ class Worker:
         inputs, labels, _, self.units, self.unit = synthetic_batch(
             card_obj.architecture, self.model, self.batch, self.args, rng
         )
-        copies = max(warmup, self.args.steps)  # fit slices one batch per step, as from a corpus
+        copies = max(warmup, self.args.steps) + 1  # fit slices one batch per step, as from a corpus
         self.x = {key: np.concatenate([value] * copies) for key, value in inputs.items()}
         self.y = np.concatenate([labels] * copies)
-        warm = self.run(warmup)
-        return {"build_seconds": build, "warmup_seconds": warm, "units": self.units,
+        start = time.perf_counter()
+        step = self.run(warmup)
+        warm = time.perf_counter() - start - step * (warmup + 1)  # compiling and fit's start-up
+        return {"build_seconds": build, "compile_seconds": max(warm, 0.0), "units": self.units,
                 "unit": self.unit, "batch": self.batch}  # fmt: skip
 
     def run(self, steps: int) -> float:
+        """Seconds per step: the median of `steps` steps, each timed by a callback (the first one, which
+        starts fit's iterator, and fit's own start-up are left out; JAX waits for each step)."""
         import keras
 
-        start = time.perf_counter()
-        self.model.fit(self.x, self.y, batch_size=self.batch, steps_per_epoch=steps, epochs=1,
-                       shuffle=False, verbose=0)  # fmt: skip
-        if keras.backend.backend() == "jax":
-            import jax
+        jax = keras.backend.backend() == "jax"
+        times = []
 
-            jax.block_until_ready([v.value for v in self.model.trainable_variables[:1]])
-        return time.perf_counter() - start
+        class StepTimer(keras.callbacks.Callback):
+            def on_train_batch_begin(self, batch, logs=None):
+                self.start = time.perf_counter()
+
+            def on_train_batch_end(self, batch, logs=None):
+                if jax:
+                    import jax as jax_module
+
+                    jax_module.block_until_ready([v.value for v in self.model.trainable_variables])
+                times.append(time.perf_counter() - self.start)
+
+        self.model.fit(self.x, self.y, batch_size=self.batch, steps_per_epoch=steps + 1, epochs=1,
+                       shuffle=False, verbose=0, callbacks=[StepTimer()])  # fmt: skip
+        return statistics.median(times[1:])
 
 
 def worker_main(args) -> None:
@@ -117,14 +131,14 @@ def compare(card: str, precision: str, workers: dict, args) -> dict:
     times = {backend: [] for backend in workers}
     for _ in range(args.repeats):
         for backend, worker in workers.items():  # A/B/A/B
-            times[backend].append(ask(worker, do="time", steps=args.steps)["seconds"] / args.steps)
+            times[backend].append(ask(worker, do="time", steps=args.steps)["seconds"])
     row = {"card": card, "precision": precision, "batch": built["jax"]["batch"]}
     for backend in workers:
         step = statistics.median(times[backend])
         row[backend] = {
             "seconds_per_step": step,
             "units_per_second": built[backend]["units"] / step,
-            "compile_seconds": max(built[backend]["warmup_seconds"] - args.warmup * step, 0.0),
+            "compile_seconds": built[backend]["compile_seconds"],
             "build_seconds": built[backend]["build_seconds"],
         }
     row["unit"] = built["jax"]["unit"]
@@ -154,7 +168,7 @@ def main() -> None:
     parser.add_argument("--precisions", nargs="+", default=list(PRECISIONS), choices=PRECISIONS)
     parser.add_argument("--steps", type=int, default=4, help="timed steps per repeat")
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=2, help="steps before timing (compiles)")
+    parser.add_argument("--warmup", type=int, default=1, help="steps before timing (compiles)")
     parser.add_argument("--length", type=int, default=24, help="tokens per sentence (text)")
     parser.add_argument("--seconds", type=float, default=3.0, help="audio per utterance (ASR)")
     parser.add_argument("--tts-seconds", type=float, default=2.0, help="audio per utterance (TTS)")

@@ -225,27 +225,15 @@ def test_the_command_line_trains_evaluates_and_translates_without_tensorflow(tmp
     `translate`; `export` to a SavedModel is refused by name."""
     import sys as system
 
-    from tiny import TINY_GNMT, flags
+    from tiny import TINY_GNMT, disk_full_after_first_backup, flags
 
-    from keras_s2s import cli, files
+    from keras_s2s import cli
 
     run = tmp_path / "run"
     command = ["train", "gnmt_demo", "--data", "demo", "--epochs", "2", "--out", str(run)]
     command += [*TINY_GNMT, *flags(steps_per_epoch=2, max_length=24, decode_max_length=12)]
-    real, backups = files.shutil.disk_usage, []
-
-    def filling_disk(path):  # room for everything up to the first epoch's backup, none after it
-        full = bool(backups)
-        if Path(path).name == "backup":
-            backups.append(path)
-        usage = real(path)
-        return usage._replace(free=1000) if full else usage
-
-    files.shutil.disk_usage = filling_disk
-    try:
+    with disk_full_after_first_backup():
         assert cli.main(command) == 1
-    finally:
-        files.shutil.disk_usage = real
     assert (run / "backup" / "latest.json").is_file() and not (run / "model.keras").exists()
     assert cli.main(command) == 0
     assert "held-out BLEU" in capsys.readouterr().out

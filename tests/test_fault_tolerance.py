@@ -6,12 +6,11 @@ import os
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import keras
 import numpy as np
 import pytest
-from tiny import TINY_GNMT, flags
+from tiny import TINY_GNMT, disk_full_after_first_backup, flags
 
 from keras_s2s.cli import main
 from keras_s2s.training.backup import AtomicBackupAndRestore
@@ -65,24 +64,10 @@ TINY = TINY_GNMT + flags(steps_per_epoch=2)
 @pytest.fixture(scope="module")
 def crashed_and_finished_run(tmp_path_factory):
     """A 3-epoch run whose disk is full at the second epoch's checkpoint, then finished by the same command."""
-    from keras_s2s import files
-
     out = tmp_path_factory.mktemp("runs") / "run"
     command = ["train", "gnmt", "--data", "demo", "--epochs", "3", "--out", str(out), *TINY]
-    real, backups = shutil.disk_usage, []
-
-    def filling_disk(path):  # room for everything up to the first epoch's backup, none after it
-        full = bool(backups)
-        if Path(path).name == "backup":
-            backups.append(path)
-        usage = real(path)
-        return usage._replace(free=1000) if full else usage
-
-    files.shutil.disk_usage = filling_disk
-    try:
+    with disk_full_after_first_backup():
         first = main(command)
-    finally:
-        files.shutil.disk_usage = real
     kept = sorted(p.name for p in (out / "checkpoints").glob("epoch-*"))
     second = main(command)
     return out, first, kept, second

@@ -118,6 +118,17 @@ def start_workers(script_for, tmp_path, env=None):
     return processes
 
 
+def identical_results(processes, tmp_path):
+    """Wait for two workers that each saved `w{index}.npz`; check them equal; the first one's."""
+    for process in processes:
+        output = process.communicate(timeout=300)[0]
+        assert process.returncode == 0, output[-3000:]
+    first, second = (np.load(tmp_path / f"w{i}.npz") for i in range(2))
+    for key in first.files:  # one model, two workers
+        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    return first
+
+
 def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_path):
     """...with and without gradient accumulation (2 micro-batches of 8 = one global batch of 16)."""
     from keras_s2s.distribution.strategies import tf_config_for
@@ -133,13 +144,7 @@ def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_
         tmp_path,
         env,
     )
-    for process in processes:
-        output = process.communicate(timeout=300)[0]
-        assert process.returncode == 0, output[-3000:]
-    first, second = (np.load(tmp_path / f"w{i}.npz") for i in range(2))
-    for key in first.files:
-        # one model, two workers
-        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    first = identical_results(processes, tmp_path)
 
     from keras_s2s.distribution.strategies import get_strategy
 
@@ -174,12 +179,7 @@ def test_two_jax_workers_end_with_identical_weights_and_the_single_process_loss(
         tmp_path,
         env,
     )
-    for process in processes:
-        output = process.communicate(timeout=300)[0]
-        assert process.returncode == 0, output[-3000:]
-    first, second = (np.load(tmp_path / f"w{i}.npz") for i in range(2))
-    for key in first.files:
-        np.testing.assert_array_equal(first[key], second[key], err_msg=key)
+    first = identical_results(processes, tmp_path)
     assert float(first["loss"]) == pytest.approx(loss, rel=1e-4)
     for index, expected in enumerate(weights):
         np.testing.assert_allclose(first[f"arr_{index}"], expected, atol=1e-4)

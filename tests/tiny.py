@@ -1,4 +1,8 @@
-"""Tiny `keras-s2s train` settings shared by the tests that train through the command line."""
+"""Tiny `keras-s2s train` settings shared by the tests that train through the command line, and a
+disk that fills up after a run's first backup."""
+
+import contextlib
+from pathlib import Path
 
 
 def flags(**settings) -> list[str]:
@@ -35,3 +39,25 @@ TINY_TACOTRON = dict(
     postnet_layers=3,
     reduction_factor=2,
 )
+
+
+@contextlib.contextmanager
+def disk_full_after_first_backup():
+    """Within: room on disk for everything up to a run's first epoch backup, none after it (what
+    `keras_s2s.files` sees)."""
+    from keras_s2s import files
+
+    real, backups = files.shutil.disk_usage, []
+
+    def filling_disk(path):
+        full = bool(backups)
+        if Path(path).name == "backup":
+            backups.append(path)
+        usage = real(path)
+        return usage._replace(free=1000) if full else usage
+
+    files.shutil.disk_usage = filling_disk
+    try:
+        yield
+    finally:
+        files.shutil.disk_usage = real
