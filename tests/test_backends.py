@@ -410,3 +410,32 @@ def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_d
         weights.append([np.asarray(w.value) for w in model.weights])
     for one, two in zip(*weights):
         np.testing.assert_allclose(one, two, atol=1e-5)
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5])
+def test_the_16_bit_dropout_keeps_the_right_fraction_scales_and_redraws(rate):
+    """The bit-drawing Dropout on this backend (TensorFlow's and JAX's own paths): the keep
+    fraction, the scale, a fresh mask per call, an odd bfloat16 size, the gradient is the mask."""
+    from keras_s2s.layers.dropout import Dropout
+
+    layer = Dropout(rate, seed=3)
+    y = keras.ops.convert_to_numpy(layer(np.ones((200, 500), "float32"), training=True))
+    kept = y != 0
+    assert abs(kept.mean() - (1 - rate)) < 0.005  # 100,000 draws: 5 standard deviations
+    np.testing.assert_allclose(y[kept], 1 / (1 - rate), rtol=1e-6)
+    again = keras.ops.convert_to_numpy(layer(np.ones((200, 500), "float32"), training=True))
+    assert ((again != 0) != kept).mean() > 0.05  # a fresh mask per call
+    odd = Dropout(rate, seed=3, dtype="mixed_bfloat16")(
+        np.ones((3, 5, 7), "float32"), training=True
+    )
+    assert tuple(odd.shape) == (3, 5, 7) and "bfloat16" in str(odd.dtype)
+    if BACKEND == "jax":
+        import jax
+
+        from keras_s2s.layers.dropout import drop_jax
+
+        x = np.random.default_rng(0).normal(size=(32, 48)).astype("float32")
+        key = np.array([5, 6], "uint32")
+        gradient = jax.grad(lambda v: drop_jax(v, 0.25, key).sum())(x)
+        expected = np.where(np.asarray(drop_jax(x, 0.25, key)) != 0, 1 / 0.75, 0.0)
+        np.testing.assert_allclose(np.asarray(gradient), expected, rtol=1e-6)

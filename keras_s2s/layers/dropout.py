@@ -9,8 +9,10 @@ bits are at least `round(rate * 65536)`: the keep probability is exact to
 1/65536, the mask is as random, and the layer is about 1.9x faster forward
 and backward (measured on a [96, 24, 1024] bfloat16 tensor). The kept
 elements are multiplied by a mask of 0 and 1 / (1 - rate), so the backward
-pass is one multiply (another 1.1x, same bits as a select-and-scale). A
-`noise_shape`, or a backend other than TensorFlow, falls back to Keras's implementation.
+pass is one multiply (another 1.1x, same bits as a select-and-scale). JAX
+draws the same way (`jax.random.bits`): there Keras's `bernoulli` mask of a
+64x24x512 tensor took longer than a 1536x512x512 matmul on a CPU (9.6 vs
+7.0 ms). A `noise_shape`, or another backend, falls back to Keras's implementation.
 
 Example:
     >>> layer = Dropout(0.1)
@@ -21,7 +23,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_s2s.backend import is_tensorflow, tf
+from keras_s2s.backend import is_jax, is_tensorflow, tf
 
 BITS = 16
 
@@ -44,13 +46,30 @@ def drop(inputs, rate: float, seed):
     return inputs * tf.stop_gradient(mask)
 
 
+def drop_jax(inputs, rate: float, key):
+    """`drop` on JAX: `key` a raw uint32 [2] key (what Keras's seed generator gives there)."""
+    import jax
+    import jax.numpy as jnp
+
+    count = inputs.size
+    words = jax.random.bits(key, ((count + 1) // 2,), jnp.uint32)
+    bits = jax.lax.bitcast_convert_type(words, jnp.uint16).reshape(-1)[:count]
+    keep = (bits >= jnp.uint16(round(rate * 2**BITS))).reshape(inputs.shape)
+    mask = jnp.where(
+        keep, jnp.asarray(1.0 / (1.0 - rate), inputs.dtype), jnp.zeros((), inputs.dtype)
+    )
+    return inputs * jax.lax.stop_gradient(mask)
+
+
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` with the same arguments, drawing 16 random bits per element."""
 
     def call(self, inputs, training=False):
-        fast = is_tensorflow() and self.noise_shape is None
+        fast = (is_tensorflow() or is_jax()) and self.noise_shape is None
         if not training or not 0 < self.rate < 1 or not fast:
             return super().call(inputs, training=training)
+        if is_jax():
+            return drop_jax(inputs, self.rate, self.seed_generator.next())
         seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
         return drop(inputs, self.rate, seed)
