@@ -169,6 +169,14 @@ class BucketedBatches(keras.utils.PyDataset):
             self.epoch += 1
 
 
+def longest_per_bucket(buckets: list[int], rows: list) -> dict[int, int]:
+    """The longest of `rows` (at least 1) in each bucket: the padded width of that bucket's batches."""
+    longest: dict[int, int] = {}
+    for bucket, row in zip(buckets, rows):
+        longest[bucket] = max(longest.get(bucket, 1), len(row))
+    return longest
+
+
 def padded_rows(rows: list, width: int, value=0, dtype=np.int32) -> np.ndarray:
     """`rows` (sequences of ids, or arrays [T, F]) stacked and padded (or cut) to `width` along time."""
     first = np.asarray(rows[0])

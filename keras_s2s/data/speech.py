@@ -39,7 +39,12 @@ from keras_s2s.data.augment import (
     check_augment,
     has_feature_masks,
 )
-from keras_s2s.data.batches import BucketedBatches, default_workers, padded_rows
+from keras_s2s.data.batches import (
+    BucketedBatches,
+    default_workers,
+    longest_per_bucket,
+    padded_rows,
+)
 from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
@@ -287,9 +292,7 @@ class SpeechBatches(BucketedBatches):
         ]
         buckets = [(frames - 1) // self.frames_per_bucket for frames in most]
         self.pad_to_multiple = max(1, pad_to_multiple)
-        self.label_width: dict[int, int] = {}
-        for bucket, label in zip(buckets, self.labels):
-            self.label_width[bucket] = max(self.label_width.get(bucket, 1), len(label))
+        self.label_width = longest_per_bucket(buckets, self.labels)
         super().__init__(
             buckets, batch_size, shuffle, repeat, drop_remainder, seed,
             workers or default_workers(), replicas,

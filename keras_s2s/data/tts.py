@@ -29,7 +29,12 @@ import numpy as np
 
 from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.data.audio import read_audio
-from keras_s2s.data.batches import BucketedBatches, default_workers, padded_rows
+from keras_s2s.data.batches import (
+    BucketedBatches,
+    default_workers,
+    longest_per_bucket,
+    padded_rows,
+)
 from keras_s2s.data.characters import CharVocabulary
 from keras_s2s.data.corpus import CorpusError
 from keras_s2s.data.manifest import Utterance
@@ -130,9 +135,7 @@ class MelBatches(BucketedBatches):
         self.frames_per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
         most = [extractor.num_frames(int(np.ceil(s * rate)) + 1) + 1 for _, s in utterances]
         buckets = [(frames - 1) // self.frames_per_bucket for frames in most]
-        self.text_width: dict[int, int] = {}
-        for bucket, text in zip(buckets, self.texts):
-            self.text_width[bucket] = max(self.text_width.get(bucket, 1), len(text))
+        self.text_width = longest_per_bucket(buckets, self.texts)
         super().__init__(
             buckets, batch_size, shuffle, repeat, drop_remainder, seed,
             workers or default_workers(), replicas,
