@@ -261,9 +261,7 @@ def start_job(run, tmp_path, name, backend="tensorflow"):
 
 
 @pytest.mark.slow
-# "jax" passed alone and in 2 of 3 full-suite runs; under load the JAX worker that finished first
-# timed out at JAX's shutdown barrier while the chief still evaluated: off until that is fixed
-@pytest.mark.parametrize("backend", ["tensorflow"])
+@pytest.mark.parametrize("backend", ["tensorflow", "jax"])
 def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(
     backend, tmp_path, capsys, monkeypatch
 ):
@@ -297,6 +295,8 @@ def test_a_job_with_a_killed_worker_resumes_from_the_chiefs_backup(
     for output in outputs:  # both workers restored the chief's backup
         assert f"resuming from the backup after epoch {killed_at}" in output
     assert "the chief saves and evaluates" in outputs[1] and "held-out BLEU" in outputs[0]
+    if backend == "jax":  # together, so the worker does not wait at exit for the chief's evaluation
+        assert all("leaving the job's distributed runtime" in output for output in outputs)
     fit = json.loads((run / "fit.json").read_text())  # model.keras holds the best epoch's state
     assert fit["training_steps"] == EPOCHS * STEPS, "no step lost, none counted twice"
     best_epoch = json.loads((run / "checkpoints" / "best.json").read_text())["best_epoch"]

@@ -50,6 +50,16 @@ class KerasDistribution:
             return contextlib.nullcontext()
         return self.distribution.scope()
 
+    def leave_job(self):
+        """Leave JAX's distributed runtime, every process together once the chief has saved the
+        model (a barrier): a process that left alone would wait at exit for the others, up to JAX's
+        shutdown timeout, while the chief evaluates. Each computes on its own devices afterwards."""
+        import jax
+
+        if self.name == "multiworker" and jax.distributed.is_initialized():
+            log.info("training over: leaving the job's distributed runtime")
+            jax.distributed.shutdown()
+
 
 def _tf_config_workers() -> list[str]:
     return json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {}).get("worker", [])

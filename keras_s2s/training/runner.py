@@ -39,7 +39,7 @@ import keras
 import yaml
 
 from keras_s2s import tasks, zoo
-from keras_s2s.backend import is_tensorflow, tensorflow_available
+from keras_s2s.backend import is_tensorflow, outside_distribution, tensorflow_available
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.fitting import settings_to_fit
 from keras_s2s.distribution import describe_strategy, get_strategy, is_chief, is_multiworker
@@ -349,6 +349,10 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         )
     train_seconds = backup.seconds_spent()  # the runs before a resume included
     fit_cores = cores_busy(fit_clock)
+    if is_multiworker(strategy) and not is_tensorflow():
+        strategy.leave_job()  # every worker at once: none waits at exit while the chief evaluates
+        if chief:
+            model_obj = _one_process_copy(model_obj, out)
     if not chief:
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
         return {"train_seconds": round(train_seconds, 1), "loss": backup.history["loss"][-1]}
@@ -364,14 +368,20 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         fit["best_epoch"] = best.best_epoch
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
     atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
-    if is_multiworker(strategy) and not is_tensorflow():
-        # the other workers have left: evaluate a one-process copy (JAX's arrays span every worker)
-        model_obj = load_model(out)
     print(
         f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
         f"model saved to {out / 'model.keras'}"
     )
     return _evaluate_and_save_preset(card, out, task, model_obj, fit, run_clock)
+
+
+def _one_process_copy(model_obj, out: Path) -> keras.Model:
+    """A model trained by a JAX job, copied onto this process's devices: the job's arrays span every
+    worker, and anything computed on them (loading the best weights, decoding) would wait for the
+    workers that have left."""
+    with tempfile.TemporaryDirectory(dir=out) as scratch, outside_distribution():
+        model_obj.save(Path(scratch) / "model.keras")
+        return keras.saving.load_model(Path(scratch) / "model.keras")
 
 
 def _finish(card, out: Path, task: PreparedTask, run_clock) -> dict:
