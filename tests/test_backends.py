@@ -439,3 +439,54 @@ def test_the_16_bit_dropout_keeps_the_right_fraction_scales_and_redraws(rate):
         gradient = jax.grad(lambda v: drop_jax(v, 0.25, key).sum())(x)
         expected = np.where(np.asarray(drop_jax(x, 0.25, key)) != 0, 1 / 0.75, 0.0)
         np.testing.assert_allclose(np.asarray(gradient), expected, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    "shape, kernel, strides, padding",
+    [
+        ((2, 9, 13, 1), (5, 7), (2, 2), "same"),  # DeepSpeech2's first layer, odd sizes
+        ((2, 6, 10, 3), (3, 5), (1, 2), "same"),  # its second
+        ((2, 11, 14, 2), (3, 4), (2, 3), "valid"),
+    ],
+)
+def test_the_strided_conv2d_computes_keras_convolution_and_its_gradients(
+    shape, kernel, strides, padding
+):
+    """`space_to_depth_conv` is Keras's strided convolution; on JAX, Conv2D's fast input gradient
+    (and its kernel gradient) equal Keras's."""
+    from keras_s2s.layers.strided_conv import (
+        Conv2D,
+        _conv_with_fast_input_gradient,
+        fast_input_gradient_applies,
+        space_to_depth_conv,
+    )
+
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=shape).astype("float32")
+    weights = rng.normal(size=(*kernel, shape[-1], 4)).astype("float32")
+    expected = keras.ops.conv(x, weights, strides=strides, padding=padding)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(space_to_depth_conv(x, weights, strides, padding)),
+        keras.ops.convert_to_numpy(expected),
+        atol=1e-5,
+    )
+    layer = Conv2D(4, kernel, strides=strides, padding=padding, use_bias=False)
+    layer.build(shape)
+    layer.set_weights([weights])
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(layer(x)), keras.ops.convert_to_numpy(expected), atol=1e-5
+    )
+    assert fast_input_gradient_applies(layer) == (BACKEND == "jax")
+    assert not fast_input_gradient_applies(Conv2D(4, kernel, padding=padding))  # stride 1: Keras's
+    if BACKEND == "jax":
+        import jax
+
+        upstream = rng.normal(size=expected.shape).astype("float32")
+
+        def gradients(conv):
+            return jax.grad(lambda x, w: (conv(x, w) * upstream).sum(), argnums=(0, 1))(x, weights)
+
+        ours = gradients(lambda x, w: _conv_with_fast_input_gradient(x, w, strides, padding))
+        keras_ = gradients(lambda x, w: keras.ops.conv(x, w, strides=strides, padding=padding))
+        for one, two in zip(ours, keras_):
+            np.testing.assert_allclose(np.asarray(one), np.asarray(two), atol=1e-4, rtol=1e-5)

@@ -113,3 +113,40 @@ def test_the_backend_comparison_runs_both_backends_in_turn(tmp_path):
     for backend in ("tensorflow", "jax"):
         assert row[backend]["seconds_per_step"] > 0 and row[backend]["compile_seconds"] >= 0
     assert "| wave2letter_demo | float32 |" in result.stdout
+
+
+def test_a_benchmark_runs_in_turn_from_the_tree_and_from_a_revision(tmp_path):
+    """bench_revisions: the script runs alternately from a worktree of the revision and from the
+    work tree (each importing its own code); rows pair on their non-float fields."""
+    import json
+    import subprocess
+
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "pkg" / "__init__.py").write_text("SPEED = 100.0\n")
+    (repo / "bench.py").write_text(
+        "import json, sys\nfrom pkg import SPEED\n"
+        "json.dump([{'engine': 'e', 'batch': 1, 'tokens_per_s': SPEED},"
+        " {'engine': 'e', 'batch': 32, 'tokens_per_s': 4 * SPEED}], open(sys.argv[-1], 'w'))\n"
+    )
+
+    def git(*args):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+
+    git("init", "-q")
+    git("add", ".")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "v1")
+    (repo / "pkg" / "__init__.py").write_text("SPEED = 150.0\n")  # this tree: 1.5x faster
+    out = tmp_path / "ratios.json"
+    script = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "bench_revisions.py"
+    subprocess.run(
+        [sys.executable, str(script), "--against", "HEAD", "--repository", str(repo),
+         "--json", str(out), "--", "bench.py"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    rows = json.loads(out.read_text())["rows"]
+    assert sorted((r["batch"], r["ratio"]) for r in rows) == [(1, 1.5), (32, 1.5)]
+    assert {r["against"] for r in rows} == {100.0, 400.0}
+    git("worktree", "prune")
+    listed = subprocess.run(["git", "worktree", "list"], cwd=repo, capture_output=True, text=True)
+    assert len(listed.stdout.splitlines()) == 1, "the revision's worktree is removed"

@@ -17,6 +17,7 @@ from keras import ops
 
 from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers.recurrent import GRU, LSTM
+from keras_s2s.layers.strided_conv import Conv2D
 from keras_s2s.models.speech_to_text import SpeechToText
 
 
@@ -64,7 +65,7 @@ class DeepSpeech2(SpeechToText):
         self.rnn_type, self.fc_units, self.dropout = rnn_type, fc_units, dropout
         policy = self.dtype_policy
         self.convs = [
-            keras.layers.Conv2D(
+            Conv2D(
                 conv_filters,
                 (11, 41),
                 strides=(2, 2),
@@ -73,7 +74,7 @@ class DeepSpeech2(SpeechToText):
                 dtype=policy,
                 name="conv_0",
             ),
-            keras.layers.Conv2D(
+            Conv2D(
                 conv_filters,
                 (11, 21),
                 strides=(1, 2),
