@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import difflib
 import inspect
+import re
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,7 @@ from keras_s2s.config import (
     STRATEGIES,
     CardError,
     CardLoader,
+    is_sha256,
     parse_duration,
     safe_load,
 )
@@ -333,8 +335,9 @@ def architecture_arguments(cls: type) -> dict[str, Any]:
     return arguments
 
 
-def validate(raw: Any, source: str, lines: dict | None = None) -> Card:
-    """Validate a parsed card and return it as a `Card`."""
+def validate(raw: Any, source: str, lines: dict | None = None, path: str | None = None) -> Card:
+    """Validate a parsed card and return it as a `Card`; `source` names it in errors, `path` (default
+    `source`) is its file, which names a card without `name:`."""
     from keras_s2s.models import ARCHITECTURES  # here: listing the cards needs no TensorFlow
 
     lines = lines or {}
@@ -353,15 +356,17 @@ def validate(raw: Any, source: str, lines: dict | None = None) -> Card:
     model_schema = architecture_arguments(ARCHITECTURES[arch])
     _check_mapping(raw["model"], model_schema, ("model",), source, lines)
     for preset, entry in (raw.get("presets") or {}).items():
-        missing = [
-            key for key in ("url", "sha256") if not isinstance(entry, dict) or key not in entry
-        ]
-        if missing:
+        if not isinstance(entry, dict) or "url" not in entry:
             raise CardError(
-                f"{_where(source, lines, ('presets', preset))}: preset '{preset}' needs "
-                f"{' and '.join(missing)}"
+                f"{_where(source, lines, ('presets', preset))}: preset '{preset}' needs url"
             )
-    name = raw.get("name") or Path(source).stem
+        if "sha256" in entry and not is_sha256(entry["sha256"]):
+            raise CardError(
+                f"{_where(source, lines, ('presets', preset, 'sha256'))}: preset '{preset}': sha256 "
+                f"must be 64 hexadecimal characters (or left out, unverified); got {entry['sha256']!r}"
+            )
+    # a card without a name is named after its file, in characters every backend takes in a name
+    name = raw.get("name") or re.sub(r"[^A-Za-z0-9_.-]", "_", Path(path or source).stem)
     return Card(
         name=name,
         path=source,
@@ -490,5 +495,7 @@ def load_card(path: str | Path, overrides: dict[str, Any] | None = None) -> Card
     raw, lines = read_card(path)
     card = validate(raw, str(path), lines)  # the card itself, with line numbers
     if overrides:
-        card = validate(apply_overrides(raw, overrides), f"{path} (with overrides {overrides})")
+        card = validate(
+            apply_overrides(raw, overrides), f"{path} (with overrides {overrides})", path=str(path)
+        )
     return card

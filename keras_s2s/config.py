@@ -95,3 +95,13 @@ def parse_override(text: str) -> tuple[str, Any]:
     except yaml.YAMLError as exc:
         raise CardError(f"override '{text}': value is not valid YAML ({exc})") from None
     return key.strip(), parsed
+
+
+def is_sha256(value) -> bool:
+    """Whether `value` is a sha256 digest: 64 hexadecimal characters (a YAML number or '' is not).
+
+    Example:
+        >>> is_sha256("0" * 64), is_sha256(""), is_sha256(1234)
+        (True, False, False)
+    """
+    return isinstance(value, str) and re.fullmatch(r"[0-9a-fA-F]{64}", value) is not None

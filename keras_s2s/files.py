@@ -1,18 +1,24 @@
-"""Writing run files so that readers never see half a file.
+"""Writing run files so that readers never see half a file, and one writer per run directory.
 
 Example:
     >>> atomic_write(Path("runs/x/eval.json"), lambda p: p.write_text("{}"))
+    >>> with run_lock(Path("runs/x")):   # a second process is refused until this one ends
+    ...     train()
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import re
 import shutil
+import socket
 from pathlib import Path
+
+LOCK_FILE = ".keras-s2s.lock"
 
 
 def atomic_write(path: Path, write) -> None:
@@ -26,6 +32,36 @@ def atomic_write(path: Path, write) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+@contextlib.contextmanager
+def run_lock(directory: Path, command: str = "train"):
+    """Within: this process alone writes `directory`. An advisory lock (`flock`) on
+    `directory/.keras-s2s.lock`, which the OS drops when the process ends, killed or not, so no
+    stale lock blocks the next run; the file names the holder for the refusal message."""
+    import fcntl
+
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    handle = open(directory / LOCK_FILE, "a+")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:  # held by another process
+        handle.seek(0)
+        holder = handle.read().strip() or "another process"
+        handle.close()
+        raise ValueError(
+            f"{directory} is being written by {holder}: wait for it to end (or stop it), or choose "
+            "another --out"
+        ) from None
+    try:
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"keras-s2s {command} (PID {os.getpid()} on {socket.gethostname()})\n")
+        handle.flush()
+        yield
+    finally:
+        handle.close()
 
 
 def variables_bytes(variables) -> int:

@@ -39,6 +39,7 @@ from pathlib import Path
 
 import keras
 
+from keras_s2s.config import is_sha256
 from keras_s2s.home import home, zoo_dir
 
 log = logging.getLogger("keras_s2s")
@@ -195,7 +196,13 @@ def download(
     retries: int = 3,
     timeout: float = 60.0,
 ) -> Path:
-    """The verified local copy of `url` (downloaded once into the cache)."""
+    """The verified local copy of `url` (downloaded once into the cache). Without `sha256` an
+    http(s) download is not verified, and a warning says so."""
+    if sha256 is not None and not is_sha256(sha256):
+        raise PresetError(
+            f"{url}: sha256 must be 64 hexadecimal characters (or None: unverified); got {sha256!r}"
+        )
+    sha256 = sha256.lower() if sha256 else None
     if url.startswith("package:"):  # an archive shipped inside keras_s2s (the demo presets)
         url = (PACKAGE_PRESETS / url[len("package:") :]).as_uri()
     parsed = urllib.parse.urlparse(url)
@@ -210,6 +217,8 @@ def download(
         raise PresetError(
             f"{url}: unsupported URL scheme {parsed.scheme!r} (use https://, http:// or file://)"
         )
+    if sha256 is None:
+        log.warning("%s: no sha256 given: the download is not verified", url)
     target = _cache_path(url, sha256, cache_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_file() and (not sha256 or sha256_of(target) == sha256):

@@ -171,7 +171,7 @@ def _preset_source(card: Card, weights: str) -> tuple[str, str | None]:
 
     entry = card.presets.get(weights)
     if entry:
-        return entry["url"], entry["sha256"]
+        return entry["url"], entry.get("sha256")  # absent: unverified, with a warning
     if "://" not in weights and not weights.startswith("package:") and not Path(weights).exists():
         known = ", ".join(sorted(card.presets)) or "none"
         shipping = ", ".join(

@@ -43,6 +43,19 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
+# the files that take longest, scheduled first (xdist hands out whole files in collection order), so
+# the suite does not end on one of them while the other workers are idle
+SLOWEST_FIRST = ("test_jax_pass.py", "test_backends.py", "test_multiworker.py", "test_serving.py")
+
+
+def pytest_collection_modifyitems(config, items):
+    def rank(item):
+        name = item.path.name
+        return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+    items.sort(key=rank)  # stable: the order within a file and among the others is kept
+
+
 @pytest.fixture(autouse=True)
 def float32_policy():
     """Every test starts and ends with the float32 policy."""

@@ -192,3 +192,25 @@ def test_a_key_set_twice_is_refused_with_both_lines(tmp_path):
         CardError, match=r"twice.yaml, line 4: 'model.units' is set twice \(first on line 3\)"
     ):
         load_card(write(tmp_path / "twice.yaml", text))
+
+
+def test_a_card_without_a_name_is_named_after_its_file_whatever_the_overrides(tmp_path, capsys):
+    """Once named from the override text: "ok" for --data corp/ok.tsv, or a name TensorFlow
+    refused as a scope at fit time."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from tiny import TINY_GNMT, flags
+
+    from keras_s2s.cli import main
+
+    card = tmp_path / "my card (v2).yaml"
+    card.write_text("base: gnmt_demo\n")
+    assert load_card(card).name == "my_card__v2_"
+    assert load_card(card, {"data.source": "corp/ok.tsv"}).name == "my_card__v2_"
+    assert load_card(card, {"units": 32, "data.source": "demo"}).name == "my_card__v2_"
+    out = tmp_path / "run"
+    command = ["train", str(card), "--data", "demo", "--epochs", "1", "--out", str(out)]
+    assert main([*command, *TINY_GNMT, *flags(steps_per_epoch=1)]) == 0
+    assert yaml.safe_load((out / "card.yaml").read_text())["name"] == "my_card__v2_"

@@ -1,11 +1,13 @@
 """Training survives a killed process: atomic backups, exact resume, no step counted twice,
 and no resuming with other settings."""
 
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import keras
 import numpy as np
@@ -52,11 +54,85 @@ def test_backups_commit_atomically_and_restore_weights_optimizer_and_epoch(tmp_p
     assert sorted(
         p.name for p in (tmp_path / "backup").iterdir() if not p.name.startswith(".")
     ) == ["epoch-0003.weights.h5", "latest.json"]
-    restarted.on_train_end()
+    restarted.on_train_end()  # fit is over; the run's final files are not written yet
+    assert json.loads((tmp_path / "backup" / "latest.json").read_text())["training_over"]
+    restarted.discard()
     assert not (tmp_path / "backup").exists()
 
 
 # The SIGKILL-and-restart test of a whole training job (two workers) is in test_multiworker.py.
+
+
+@contextlib.contextmanager
+def before_every_write(hook):
+    """Within: every keras_s2s `atomic_write` (the run's file writes) calls `hook(path)` first."""
+    from keras_s2s import files
+
+    real = files.atomic_write
+    users = [module for name, module in sys.modules.items()
+             if name.startswith("keras_s2s") and getattr(module, "atomic_write", None) is real]  # fmt: skip
+
+    def watched(path, write):
+        hook(Path(path))
+        return real(path, write)
+
+    for module in users:
+        module.atomic_write = watched
+    try:
+        yield
+    finally:
+        for module in users:
+            module.atomic_write = real
+
+
+def test_a_kill_at_any_write_of_the_last_epoch_or_the_finish_loses_no_training(tmp_path, capsys):
+    """Crash consistency: the disk a SIGKILL leaves just before each file write of a run's last
+    epoch and its finishing steps (copied at that moment, with the write's half-written temporary
+    file); the same command finishes each one with the planned steps, and from the last backup on
+    (where nothing is left to train) with the uninterrupted run's weights."""
+    import keras_s2s.training.runner  # noqa: F401  (imports every module that writes a run's files)
+
+    out = tmp_path / "run"
+    snapshots = []
+
+    def snapshot(path):
+        if snapshots or path.name == "epoch-003.weights.h5":  # the last epoch's first write
+            killed = tmp_path / f"killed-{len(snapshots):02d}-{path.name}" / "run"
+            shutil.copytree(out, killed)
+            half = killed / path.relative_to(out)
+            half.with_name(f".tmp-{half.name}").write_bytes(b"half a file")
+            snapshots.append((path.relative_to(out), killed))
+
+    command = ["train", "gnmt", "--data", "demo", "--epochs", "3", *TINY]
+    with before_every_write(snapshot):
+        assert main([*command, "--out", str(out)]) == 0
+    expected = keras.saving.load_model(out / "model.keras").get_weights()
+    written = [str(path) for path, _ in snapshots]
+    assert written[:2] == ["checkpoints/epoch-003.weights.h5", "checkpoints/best.json"]
+    assert written[-5:] == [
+        "history.json",
+        "fit.json",
+        "model.keras",
+        "hypotheses.txt",
+        "eval.json",
+    ]
+    committed = written.index("backup/latest.json")  # the last epoch's backup commits here
+    capsys.readouterr()
+    for i, (path, killed) in enumerate(snapshots):
+        assert main([*command, "--out", str(killed)]) == 0, path
+        trained = capsys.readouterr().out.count("Epoch ")
+        assert trained == (1 if i <= committed else 0), (
+            f"killed at {path}: {trained} epoch(s) trained"
+        )
+        fit = json.loads((killed / "fit.json").read_text())
+        assert fit["training_steps"] == 6, path
+        assert len(json.loads((killed / "history.json").read_text())["loss"]) == 3, path
+        assert (killed / "preset").is_dir() and not (killed / "backup").exists(), path
+        if i > committed:
+            weights = keras.saving.load_model(killed / "model.keras").get_weights()
+            for one, two in zip(weights, expected):
+                np.testing.assert_array_equal(one, two, err_msg=str(path))
+
 
 TINY = TINY_GNMT + flags(steps_per_epoch=2)
 
@@ -213,3 +289,31 @@ def test_the_free_space_check_expects_what_save_weights_writes(tmp_path):
     assert 0.9 * written < weights_file_bytes(model) < 1.1 * written, (
         "weights and Adam's two moments"
     )
+
+
+def test_a_second_train_on_the_same_out_is_refused_and_a_killed_runs_lock_blocks_nothing(
+    tmp_path, capsys
+):
+    from keras_s2s.files import run_lock
+
+    out = tmp_path / "run"
+    hold = (
+        "import sys, time\nfrom pathlib import Path\nfrom keras_s2s.files import run_lock\n"
+        "with run_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n    time.sleep(600)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", hold, str(out)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        command = ["train", "gnmt", "--data", "demo", "--epochs", "1", "--out", str(out), *TINY]
+        assert main(command) == 2
+        assert f"{out} is being written by keras-s2s train (PID {holder.pid} on" in (
+            capsys.readouterr().err
+        )
+        assert not (out / "card.yaml").exists(), "refused before writing anything"
+    finally:
+        holder.kill()  # as SIGKILL leaves it: the lock file stays, naming a dead process
+        holder.wait()
+    with run_lock(out):  # the OS dropped the lock with the process
+        assert f"PID {os.getpid()} " in (out / ".keras-s2s.lock").read_text()

@@ -10,6 +10,7 @@ from keras_s2s.layers.conv_asr import ConvBlock
 from keras_s2s.layers.convolution import WeightNormConv1D, WeightNormDense
 from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers.recurrent import GRU, LSTM
+from keras_s2s.layers.strided_conv import Conv2D
 from keras_s2s.layers.tacotron import ConvStack, LocationSensitiveAttention, Prenet
 from keras_s2s.layers.transformer import (
     Float32LayerNorm,
@@ -44,6 +45,10 @@ CASES = {
     WeightNormConv1D: ({"units": 6, "kernel_size": 3, "causal": True}, lambda layer: layer(x)),
     WeightNormDense: ({"units": 3}, lambda layer: layer(x)),
     Dropout: ({"rate": 0.3}, lambda layer: layer(x, training=False)),
+    Conv2D: (
+        {"filters": 3, "kernel_size": (3, 5), "strides": (1, 2), "padding": "same"},
+        lambda layer: layer(x[..., None]),
+    ),
     LSTM: ({"units": 4, "return_sequences": True}, lambda layer: layer(x)),
     GRU: ({"units": 4, "return_sequences": True}, lambda layer: layer(x)),
     ConvStack: (

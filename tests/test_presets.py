@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from keras_s2s import zoo
+from keras_s2s.config import CardError
 from keras_s2s.presets import (
     PresetError,
     download,
@@ -179,6 +180,32 @@ def test_a_tampered_download_is_rejected_and_removed(preset, server, home):
         download(f"{url}/missing.tar.gz")
 
 
+@pytest.mark.parametrize("sha256", ["", None, 1234, "1234", "g" * 64, "0" * 63])
+def test_a_sha256_that_is_not_one_is_refused_never_skipped(sha256, tmp_path):
+    """'' / null / a YAML number used to skip verification silently."""
+    card = tmp_path / "card.yaml"
+    card.write_text(
+        "base: gnmt_demo\npresets:\n  mine:\n    url: https://example.org/m.tar.gz\n"
+        f"    sha256: {json.dumps(sha256)}\n"
+    )
+    with pytest.raises(CardError, match=r"card.yaml, line 5: preset 'mine': sha256 must be 64 hex"):
+        zoo.get_card(str(card))
+    if sha256 is not None:
+        with pytest.raises(PresetError, match="sha256 must be 64 hexadecimal characters"):
+            download("https://example.org/m.tar.gz", sha256)
+
+
+def test_a_preset_without_sha256_downloads_with_a_visible_warning(preset, server, home, caplog):
+    _, folder = preset
+    root, url = server
+    pack(folder, root / "p.tar.gz")
+    card = zoo.get_card("gnmt_demo", **{"presets.mine.url": f"{url}/p.tar.gz"})
+    assert card.presets["mine"] == {"url": f"{url}/p.tar.gz"}
+    with caplog.at_level("WARNING", logger="keras_s2s"):
+        fetch_preset(f"{url}/p.tar.gz")
+    assert f"{url}/p.tar.gz: no sha256 given: the download is not verified" in caplog.text
+
+
 def test_an_interrupted_download_resumes_where_it_stopped(preset, server, home):
     _, folder = preset
     root, url = server
@@ -297,8 +324,8 @@ def test_bad_sources_are_named():
         fetch_preset("/nonexistent/preset")
     with pytest.raises(PresetError, match="unsupported URL scheme 'ftp'"):
         download("ftp://example.org/x.tar.gz")
-    with pytest.raises(Exception, match="preset 'x' needs sha256"):
-        zoo.get_card("gnmt", **{"presets.x.url": "https://example.org/x.tar.gz"})
+    with pytest.raises(Exception, match="preset 'x' needs url"):
+        zoo.get_card("gnmt", **{"presets.x.sha256": "0" * 64})
 
 
 def test_zoo_load_still_takes_a_weights_file(tmp_path, demo_data):

@@ -58,8 +58,10 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
     name, then renamed), then `latest.json` is replaced to point at it, then
     older backups are removed. A crash at any moment leaves `latest.json`
     naming a complete file whose epoch count matches its weights, so a resumed
-    run neither repeats nor skips a step. The backup folder is removed when
-    training ends normally. Unlike Keras's callback it restores before `fit`
+    run neither repeats nor skips a step. When `fit` ends the backup is marked
+    "training over", and the runner removes it (`discard`) only once the run's
+    final files are written: a run killed between the two resumes into no
+    more epochs and writes them. Unlike Keras's callback it restores before `fit`
     (`restore`), which then starts at `initial_epoch`: a callback has no public
     way to move `fit`'s first epoch.
     """
@@ -87,7 +89,7 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
             >>> backup = AtomicBackupAndRestore("runs/x/backup")
             >>> model.fit(data, epochs=5, initial_epoch=backup.restore(model), callbacks=[backup])
         """
-        self.history, self.seconds_before = {}, 0.0
+        self.history, self.seconds_before, self.training_over = {}, 0.0, False
         pointer = self.backup_dir / "latest.json"
         if not pointer.is_file():
             return 0
@@ -109,6 +111,7 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
             ) from None
         self.history = latest.get("history", {})
         self.seconds_before = float(latest.get("train_seconds", 0.0))
+        self.training_over = bool(latest.get("training_over"))
         log.info("resuming from the backup after epoch %d (%s)", epoch, self.backup_dir)
         return epoch
 
@@ -142,5 +145,15 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
                 old.unlink()
 
     def on_train_end(self, logs=None):
+        """Mark the backup "training over" (the run's final files are not written yet): a run killed
+        before they are resumes into no more epochs and writes them. `discard` removes it after."""
+        pointer = self.backup_dir / "latest.json"
+        if self.write and pointer.is_file():
+            latest = {**json.loads(pointer.read_text()), "training_over": True}
+            latest["train_seconds"] = round(self.seconds_spent(), 3)
+            atomic_write(pointer, lambda p: p.write_text(json.dumps(latest)))
+
+    def discard(self):
+        """Remove the backup: the run's final files (`model.keras` last) are written."""
         if self.write:
             shutil.rmtree(self.backup_dir, ignore_errors=True)

@@ -29,6 +29,7 @@ import json
 import logging
 import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -43,7 +44,7 @@ from keras_s2s.backend import is_tensorflow, outside_distribution, tensorflow_av
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.fitting import settings_to_fit
 from keras_s2s.distribution import describe_strategy, get_strategy, is_chief, is_multiworker
-from keras_s2s.files import atomic_write
+from keras_s2s.files import atomic_write, run_lock
 from keras_s2s.precision import set_precision
 from keras_s2s.tasks import PreparedTask
 from keras_s2s.training.backup import AtomicBackupAndRestore, AtomicCheckpoint
@@ -235,7 +236,10 @@ def train(
     if not is_chief(strategy):  # a worker other than the chief writes nothing that lasts
         with tempfile.TemporaryDirectory(prefix="keras-s2s-worker-") as scratch:
             return _train(card, out, Path(scratch), strategy, epochs, steps, verbose)
-    return _train(card, out, out, strategy, epochs, steps, verbose)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {out} is a file, not a run directory")
+    with run_lock(out):  # a second `train` on the same --out is refused while this one runs
+        return _train(card, out, out, strategy, epochs, steps, verbose)
 
 
 def _best_checkpoint(
@@ -324,6 +328,9 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     scope = model_obj.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
     with scope:
         initial_epoch = backup.restore(model_obj)
+        if backup.training_over:  # killed after training, before the run's final files
+            print(f"training had ended after epoch {initial_epoch}; writing the run's final files")
+            epochs = initial_epoch
         if initial_epoch == 0 and card.training.get("init_from"):
             zoo.load_initial_weights(model_obj, card, card.training["init_from"])
             print(f"starting from the weights of {card.training['init_from']}")
@@ -368,6 +375,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         fit["best_epoch"] = best.best_epoch
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
     atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
+    backup.discard()
     print(
         f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
         f"model saved to {out / 'model.keras'}"
@@ -387,6 +395,7 @@ def _one_process_copy(model_obj, out: Path) -> keras.Model:
 def _finish(card, out: Path, task: PreparedTask, run_clock) -> dict:
     """Evaluate a run that trained to the end but stopped before its preset, and save the preset."""
     print(f"{out}: training finished earlier (model.keras); evaluating it and saving the preset")
+    shutil.rmtree(out / "backup", ignore_errors=True)  # if killed before the backup was discarded
     fit_path = out / FIT_FILE
     fit = json.loads(fit_path.read_text()) if fit_path.exists() else {}
     return _evaluate_and_save_preset(card, out, task, load_model(out), fit, run_clock)
