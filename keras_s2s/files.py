@@ -38,10 +38,12 @@ def atomic_write(path: Path, write) -> None:
 def run_lock(directory: Path, command: str = "train"):
     """Within: this process alone writes `directory`. An advisory lock (`flock`) on
     `directory/.keras-s2s.lock`, which the OS drops when the process ends, killed or not, so no
-    stale lock blocks the next run; the file names the holder for the refusal message."""
+    stale lock blocks the next run; the file names the holder for the refusal message. A run that
+    wrote nothing leaves neither the file nor a folder it created."""
     import fcntl
 
     directory = Path(directory)
+    created = not directory.exists()
     directory.mkdir(parents=True, exist_ok=True)
     handle = open(directory / LOCK_FILE, "a+")
     try:
@@ -61,6 +63,11 @@ def run_lock(directory: Path, command: str = "train"):
         handle.flush()
         yield
     finally:
+        # a run that wrote nothing (it failed first) leaves nothing, not even the lock or the folder
+        if [path.name for path in directory.iterdir()] == [LOCK_FILE]:
+            (directory / LOCK_FILE).unlink()
+            if created:
+                directory.rmdir()
         handle.close()
 
 
