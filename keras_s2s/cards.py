@@ -452,6 +452,9 @@ def _merged(base: dict, card: dict) -> dict:
     return merged
 
 
+MAX_BASE_DEPTH = 32  # cards in one base chain (the zoo's deepest has 3)
+
+
 def read_card(path: str | Path, _seen: tuple = ()) -> tuple[dict, dict]:
     """The parsed card at `path` with its base cards resolved, and the line of each key it states itself.
 
@@ -469,7 +472,7 @@ def read_card(path: str | Path, _seen: tuple = ()) -> tuple[dict, dict]:
         raise CardError(f"model card not found: {path}")
     text = path.read_text(encoding="utf-8")
     try:
-        raw = safe_load(text)
+        raw = safe_load(text, str(path))
     except yaml.YAMLError as exc:
         raise CardError(f"{path}: not valid YAML: {exc}") from None
     lines = _key_lines(text, str(path))
@@ -483,6 +486,12 @@ def read_card(path: str | Path, _seen: tuple = ()) -> tuple[dict, dict]:
     base_path = card_path(base) if not base.endswith((".yaml", ".yml")) else path.parent / base
     if base_path.resolve() in _seen + (path.resolve(),):
         raise CardError(f"{path}: base card {base} leads back to itself")
+    if len(_seen) + 1 >= MAX_BASE_DEPTH:
+        first = _seen[0] if _seen else path
+        raise CardError(
+            f"{first}: its chain of base cards is more than {MAX_BASE_DEPTH} deep (at {path}: "
+            f"base {base}); a card needs a few levels at most"
+        )
     inherited, _ = read_card(base_path, _seen + (path.resolve(),))
     if not isinstance(inherited, dict):
         raise CardError(f"{base_path}: a base card must be a YAML mapping")

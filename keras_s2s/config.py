@@ -42,8 +42,36 @@ CardLoader.add_implicit_resolver(
 )
 
 
-def safe_load(text: str):
-    """Parse YAML text safely (no code, no custom tags)."""
+MAX_YAML_VALUES = 100_000  # values a card may expand to through aliases (a zoo card has ~60)
+
+
+def _expanded_values(root) -> int:
+    """How many values the YAML node graph `root` stands for once every alias is expanded, counted
+    over its distinct nodes (an alias shares its anchor's node): fast even for an alias bomb."""
+    counts: dict[int, int] = {}
+
+    def count(node) -> int:
+        if id(node) not in counts:
+            counts[id(node)] = 0  # a node that contains itself adds nothing more
+            if isinstance(node, yaml.MappingNode):
+                children = [child for pair in node.value for child in pair]
+            else:
+                children = node.value if isinstance(node, yaml.SequenceNode) else []
+            counts[id(node)] = 1 + sum(count(child) for child in children)
+        return counts[id(node)]
+
+    return count(root)
+
+
+def safe_load(text: str, source: str = "YAML"):
+    """Parse YAML text safely (no code, no custom tags; a CardError naming `source` when aliases
+    would expand it beyond `MAX_YAML_VALUES` values, before anything is expanded)."""
+    root = yaml.compose(text, Loader=CardLoader)
+    if root is not None and (values := _expanded_values(root)) > MAX_YAML_VALUES:
+        raise CardError(
+            f"{source}: its aliases (*name) expand it to {values:,} values, more than the "
+            f"{MAX_YAML_VALUES:,} a card may hold; write the values out, or use fewer aliases"
+        )
     return yaml.load(text, Loader=CardLoader)
 
 

@@ -214,3 +214,33 @@ def test_a_card_without_a_name_is_named_after_its_file_whatever_the_overrides(tm
     command = ["train", str(card), "--data", "demo", "--epochs", "1", "--out", str(out)]
     assert main([*command, *TINY_GNMT, *flags(steps_per_epoch=1)]) == 0
     assert yaml.safe_load((out / "card.yaml").read_text())["name"] == "my_card__v2_"
+
+
+def test_a_base_chain_too_deep_is_refused_by_name_not_by_recursion(tmp_path, capsys):
+    from keras_s2s.cli import main
+
+    for level in range(1200):  # card 0 -> card 1 -> ... -> card 1199 -> gnmt_demo
+        base = f"c{level + 1}.yaml" if level < 1199 else "gnmt_demo"
+        (tmp_path / f"c{level}.yaml").write_text(f"base: {base}\n")
+    with pytest.raises(CardError, match=r"c0.yaml: its chain of base cards is more than 32 deep"):
+        load_card(tmp_path / "c0.yaml")
+    assert main(["train", str(tmp_path / "c0.yaml"), "--out", str(tmp_path / "run")]) == 2
+    assert "more than 32 deep" in capsys.readouterr().err
+    assert load_card(tmp_path / "c1180.yaml").architecture == "gnmt"  # 20 levels: fine
+
+
+def test_an_alias_bomb_is_refused_before_it_expands_and_a_small_alias_still_works(
+    tmp_path, capsys
+):
+    from keras_s2s.cli import main
+
+    levels = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    for name, previous in zip("bcdefghi", "abcdefgh"):
+        levels.append(f"{name}: &{name} [{', '.join([f'*{previous}'] * 9)}]")
+    bomb = write(tmp_path / "bomb.yaml", "base: gnmt_demo\n" + "\n".join(levels) + "\n")
+    with pytest.raises(CardError, match=r"bomb.yaml: its aliases \(\*name\) expand it to 4"):
+        load_card(bomb)  # 387,420,489 "lol"s: before, the key-line map walked them all
+    assert main(["train", str(bomb), "--out", str(tmp_path / "run")]) == 2
+    assert "more than the 100,000 a card may hold" in capsys.readouterr().err
+    small = "base: gnmt_demo\ntraining:\n  learning_rate: &rate 0.002\n  lr_floor: *rate\n"
+    assert load_card(write(tmp_path / "small.yaml", small)).training["lr_floor"] == 0.002
