@@ -229,9 +229,7 @@ def test_a_base_chain_too_deep_is_refused_by_name_not_by_recursion(tmp_path, cap
     assert load_card(tmp_path / "c1180.yaml").architecture == "gnmt"  # 20 levels: fine
 
 
-def test_an_alias_bomb_is_refused_before_it_expands_and_a_small_alias_still_works(
-    tmp_path, capsys
-):
+def test_an_alias_bomb_is_refused_before_it_expands_and_a_small_alias_still_works(tmp_path, capsys):
     from keras_s2s.cli import main
 
     levels = ['a: &a ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
