@@ -317,3 +317,26 @@ def test_a_second_train_on_the_same_out_is_refused_and_a_killed_runs_lock_blocks
         holder.wait()
     with run_lock(out):  # the OS dropped the lock with the process
         assert f"PID {os.getpid()} " in (out / ".keras-s2s.lock").read_text()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ['{"metric": "bleu", "scor', '{"metric": "bleu"}', '{"metric": "bleu", "scores": [1]}',
+     '{"metric": "bleu", "scores": {"1": 2.0}, "best_epoch": 5}', "\x89binary\xff"],
+)  # fmt: skip
+def test_a_damaged_best_json_is_named_in_average_and_on_resume(
+    damage, crashed_and_finished_run, tmp_path, capsys
+):
+    from keras_s2s.training.validation import BestCheckpoint
+
+    broken = tmp_path / "broken"
+    shutil.copytree(crashed_and_finished_run[0], broken)
+    best = broken / "checkpoints" / "best.json"
+    best.write_bytes(damage.encode("latin-1"))
+    average = ["average", "--model", str(broken), "--best", "2", "--out", str(tmp_path / "avg")]
+    assert main(average) == 2
+    message = f"{best}: not a readable record of the validation scores"
+    assert message in capsys.readouterr().err
+    resumed = BestCheckpoint(broken / "checkpoints", metric="loss")  # what a resumed run reads
+    with pytest.raises(ValueError, match="remove it to go on without the earlier epochs' scores"):
+        resumed.on_train_begin()

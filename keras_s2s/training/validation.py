@@ -45,14 +45,35 @@ MIN_DELTA = {
 BEST_WEIGHTS, BEST_STATE = "best.weights.h5", "best.json"
 
 
-def read_scores(directory: str | Path) -> dict[int, float]:
-    """{epoch: validation score} of a run's checkpoints folder ({} when it kept none); higher is better."""
+def read_state(directory: str | Path) -> dict | None:
+    """A checkpoints folder's `best.json`: {"metric", "scores" {epoch: score}, "best_epoch"}; None
+    when it has none; a ValueError naming the file when it is damaged."""
     path = Path(directory) / BEST_STATE
     if not path.is_file():
+        return None
+    try:
+        state = json.loads(path.read_text())
+        scores = {int(epoch): float(value) for epoch, value in state["scores"].items()}
+        best = state.get("best_epoch")
+        if best is not None and int(best) not in scores:
+            raise KeyError(f"best_epoch {best} has no score")
+        state = {"metric": str(state["metric"]), "scores": scores,
+                 "best_epoch": None if best is None else int(best)}  # fmt: skip
+    except (ValueError, KeyError, TypeError, AttributeError, UnicodeDecodeError) as error:
+        raise ValueError(
+            f"{path}: not a readable record of the validation scores ({type(error).__name__}: "
+            f"{str(error)[:80]}); remove it to go on without the earlier epochs' scores"
+        ) from None
+    return state
+
+
+def read_scores(directory: str | Path) -> dict[int, float]:
+    """{epoch: validation score} of a run's checkpoints folder ({} when it kept none); higher is better."""
+    state = read_state(directory)
+    if state is None:
         return {}
-    state = json.loads(path.read_text())
     sign = -1.0 if state["metric"] == "loss" else 1.0
-    return {int(epoch): sign * value for epoch, value in state["scores"].items()}
+    return {epoch: sign * value for epoch, value in state["scores"].items()}
 
 
 class BestCheckpoint(keras.callbacks.Callback):
@@ -105,12 +126,9 @@ class BestCheckpoint(keras.callbacks.Callback):
         return value < best if self.metric == "loss" else value > best
 
     def on_train_begin(self, logs=None):
-        path = self.directory / BEST_STATE
-        if path.is_file():  # a resumed run: its earlier epochs' scores still count
-            state = json.loads(path.read_text())
-            if state.get("metric") == self.metric:
-                self.scores = {int(e): v for e, v in state["scores"].items()}
-                self.best_epoch = state.get("best_epoch")
+        state = read_state(self.directory)  # a resumed run: its earlier epochs' scores still count
+        if state is not None and state["metric"] == self.metric:
+            self.scores, self.best_epoch = state["scores"], state["best_epoch"]
 
     def on_epoch_end(self, epoch, logs=None):
         logs = logs if logs is not None else {}
