@@ -12,6 +12,7 @@ keras-s2s synthesize --model runs/tacotron2_demo "The 2 red dogs see a cat." -o 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
 import os
@@ -22,6 +23,7 @@ from keras_s2s.config import (
     PRECISIONS,
     STRATEGIES,
     CardError,
+    MissingExtra,
     check_count,
     parse_duration,
     parse_override,
@@ -703,17 +705,14 @@ def main(argv: list[str] | None = None) -> int:
             average_checkpoints(args.model, args.out, last=args.last, best=args.best)
         else:
             _translate(args)
-    except (CardError, FileNotFoundError, ValueError) as exc:
+    except (CardError, FileNotFoundError, ValueError, MissingExtra) as exc:
         print(f"keras-s2s: error: {exc}", file=sys.stderr)
         return 2
-    except (
-        OSError
-    ) as exc:  # a full disk, a file that vanished or cannot be written: what was saved stays
-        print(
-            f"keras-s2s: error: {exc}; what was saved before it stays, and the same command continues "
-            "from there",
-            file=sys.stderr,
-        )
+    except OSError as exc:  # a full disk, a file that vanished or cannot be written
+        # h5py reports a full disk without an errno
+        out_of_space = exc.errno in (errno.ENOSPC, errno.EDQUOT) or "No space left" in str(exc)
+        resume = "; what was saved before it stays, and the same command continues from there"
+        print(f"keras-s2s: error: {exc}{resume if out_of_space else ''}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
         resume = "; run the same command again to resume" if args.command == "train" else ""

@@ -113,6 +113,14 @@ class CardError(ValueError):
     """A model card (or an override of it) is invalid."""
 
 
+class MissingExtra(ImportError):
+    """An optional dependency a command needs is not installed; the message says what to install.
+
+    Example:
+        >>> raise MissingExtra('KenLM is not installed: pip install "keras-s2s[lm]"')
+    """
+
+
 def parse_override(text: str) -> tuple[str, Any]:
     """Parse a `key=value` command-line override; the value is read as YAML."""
     if "=" not in text:

@@ -340,3 +340,32 @@ def test_a_damaged_best_json_is_named_in_average_and_on_resume(
     resumed = BestCheckpoint(broken / "checkpoints", metric="loss")  # what a resumed run reads
     with pytest.raises(ValueError, match="remove it to go on without the earlier epochs' scores"):
         resumed.on_train_begin()
+
+
+def test_a_missing_optional_dependency_is_a_one_line_error_with_its_install_hint(
+    crashed_and_finished_run, tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "ctranslate2", None)  # `import ctranslate2` fails
+    out = crashed_and_finished_run[0]
+    export = [
+        "export",
+        "--model",
+        str(out),
+        "--format",
+        "ctranslate2",
+        "--out",
+        str(tmp_path / "c"),
+    ]
+    assert main(export) == 2
+    err = capsys.readouterr().err
+    assert 'CTranslate2 is not installed: pip install "keras-s2s[ctranslate2]"' in err
+    assert "Traceback" not in err and not (tmp_path / "c").exists()
+
+
+def test_only_a_full_disk_is_told_that_the_same_command_continues(tmp_path, capsys):
+    """An OSError that is not about space (here --out inside a file) gets no promise of resuming."""
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "file" / "run"
+    assert main(["train", "gnmt", "--data", "demo", "--epochs", "1", "--out", str(out), *TINY]) == 1
+    err = capsys.readouterr().err
+    assert "keras-s2s: error:" in err and "continues from there" not in err

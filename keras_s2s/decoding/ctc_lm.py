@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_s2s.config import MissingExtra
 from keras_s2s.decoding.ngram_lm import EOS, KneserNeyLM, open_text
 
 LN10 = math.log(10.0)
@@ -63,7 +64,7 @@ class WordScorer:
                 self.order = self.kenlm.order
             except ImportError:
                 if engine == "kenlm":
-                    raise ImportError(
+                    raise MissingExtra(
                         'KenLM is not installed: pip install "keras-s2s[lm]"'
                     ) from None
         if self.kenlm is None:

@@ -27,6 +27,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
+from keras_s2s.config import MissingExtra
 from keras_s2s.data.tokenizer import SubwordTokenizer, TokenizerPair
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int16", "float16", "bfloat16")
@@ -39,7 +40,7 @@ def require_ctranslate2():
     try:
         import ctranslate2
     except ImportError:
-        raise ImportError(
+        raise MissingExtra(
             'CTranslate2 is not installed: pip install "keras-s2s[ctranslate2]" (or pip install ctranslate2)'
         ) from None
     return ctranslate2
