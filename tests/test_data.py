@@ -210,3 +210,17 @@ def test_splits_of_user_files_are_reproducible(tmp_path):
         str(tmp_path / "c.tsv"), vocab_size=60, batch_size=8, num_valid=10, num_test=10
     )
     assert len(data.test_pairs) == 10 and data.demo is None
+
+
+def test_a_vocabulary_learns_from_texts_over_sentencepieces_default_length():
+    """SentencePiece skips texts over 4,192 bytes; all of them skipped was a RuntimeError."""
+    rng = random.Random(0)
+    words = ["alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta", "theta"]
+    texts = [" ".join(rng.choice(words) for _ in range(800)) for _ in range(20)]
+    assert min(len(text.encode()) for text in texts) > 4192
+    tokenizer = SubwordTokenizer.train(texts, vocab_size=40)
+    assert tokenizer.detokenize([tokenizer.tokenize(["beta gamma"])[0]]) == ["beta gamma"]
+    with pytest.raises(
+        ValueError, match="every text is over 65,536 bytes .* one sentence per line"
+    ):
+        SubwordTokenizer.train(["x " * 40000], vocab_size=40)

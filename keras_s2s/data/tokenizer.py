@@ -24,6 +24,9 @@ PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
 TRAINING_SENTENCES = (
     200_000  # SentencePiece learns from at most this many, drawn from the whole corpus
 )
+MAX_TEXT_BYTES = (
+    65_536  # longer texts (not sentences: a paragraph, a file) do not train a vocabulary
+)
 
 
 class _JointVocabulary:
@@ -81,10 +84,19 @@ class SubwordTokenizer(_JointVocabulary):
         texts = [t for t in texts if t.strip()]
         if not texts:
             raise ValueError("cannot train a tokenizer on an empty corpus")
+        longest = max(len(t.encode("utf-8")) for t in texts)
+        texts = [t for t in texts if len(t.encode("utf-8")) <= MAX_TEXT_BYTES]
+        if not texts:
+            raise ValueError(
+                f"cannot train a tokenizer: every text is over {MAX_TEXT_BYTES:,} bytes (the longest "
+                f"{longest:,}); is the corpus one sentence per line?"
+            )
         if len(texts) > max_sentences:
             texts = random.Random(0).sample(texts, max_sentences)
         model = io.BytesIO()
         spm.SentencePieceTrainer.train(
+            # SentencePiece skips longer texts silently (and fails when it skipped them all)
+            max_sentence_length=max(4192, min(longest, MAX_TEXT_BYTES)),
             sentence_iterator=iter(texts),
             model_writer=model,
             vocab_size=vocab_size,
