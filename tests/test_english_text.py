@@ -79,3 +79,10 @@ def test_bible_verses_become_one_paragraph_per_chapter_without_titles_and_with_w
     assert [t for _, t in speakable_sentences([tmp_path / "bible.txt"])] == [
         "in the beginning god created the earth", "the earth was empty", "the heavens were finished",
     ]  # fmt: skip
+
+
+@pytest.mark.timeout(60)  # a hang guard, not a timing check: the old filter took minutes here
+def test_a_long_token_of_letters_is_filtered_in_linear_time():
+    text = "Here is a sentence. The token " + "a" * 262_144 + " is long. Another fine one here."
+    kept = [pair[1] for pair in map(speakable, sentences_from_text(text)) if pair]
+    assert kept == ["here is a sentence", "another fine one here"]

@@ -37,7 +37,7 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z])")
 # a token no listener could spell from its sound
 _UNSPEAKABLE = re.compile(
     r"[/\\_@#=<>{}\[\]|~^*+`$%&]"  # code, paths, markup, addresses
-    r"|\w+\.\w+\.\w"  # dotted names (org.gnome.x) and versions
+    r"|\b\w+\.\w+\.\w"  # dotted names (org.gnome.x) and versions; \b: linear in a long token
     r"|\b[A-Z]{2,}\b|\b[a-z]+[A-Z]\w*|\b[A-Z]\w*[A-Z]\w*"  # acronyms, camelCase, OpenGL
     r"|\b[A-Za-z]+\d|\b\d+[A-Za-z]"  # mp3, x86, 64bit (not "3rd", spelled below)
 )
