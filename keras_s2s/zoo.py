@@ -28,8 +28,11 @@ log = logging.getLogger("keras_s2s")
 
 
 def get_card(name: str, **overrides) -> Card:
-    """The validated card of `name` (a zoo name or a .yaml path) with overrides applied."""
-    return load_card(card_path(name), overrides)
+    """The validated card of `name` (a zoo name or a .yaml path) with overrides applied; its `data`
+    keys are its task's (a speech key on a translation card is refused by name)."""
+    card = load_card(card_path(name), overrides)
+    tasks.for_card(card).check_data_keys(card)
+    return card
 
 
 def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:

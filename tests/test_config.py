@@ -242,3 +242,17 @@ def test_an_alias_bomb_is_refused_before_it_expands_and_a_small_alias_still_work
     assert "more than the 100,000 a card may hold" in capsys.readouterr().err
     small = "base: gnmt_demo\ntraining:\n  learning_rate: &rate 0.002\n  lr_floor: *rate\n"
     assert load_card(write(tmp_path / "small.yaml", small)).training["lr_floor"] == 0.002
+
+
+def test_a_card_takes_only_its_tasks_data_keys(capsys):
+    """A speech key on a translation card was a TypeError traceback when the data loaded."""
+    from keras_s2s.cli import main
+
+    with pytest.raises(CardError, match=r"data.min_duration is not a translation setting; a tr"):
+        zoo.get_card("gnmt_demo", **{"data.min_duration": 1.0})
+    with pytest.raises(CardError, match=r"data.tokenization is not a recognition setting"):
+        zoo.get_card("jasper_demo", **{"data.tokenization": "pretokenized"})
+    with pytest.raises(CardError, match=r"data.augment is not a synthesis setting"):
+        zoo.get_card("tacotron2_demo", **{"data.augment": {}})
+    assert main(["train", "gnmt_demo", "--data", "demo", "--set", "data.min_duration=1.0"]) == 2
+    assert "data.min_duration is not a translation setting" in capsys.readouterr().err

@@ -27,6 +27,7 @@ from typing import Callable
 
 import yaml
 
+from keras_s2s.config import CardError
 from keras_s2s.files import atomic_write
 
 log = logging.getLogger("keras_s2s")
@@ -55,6 +56,7 @@ class Task:
         command: str. The `keras-s2s` command that uses a trained model.
         noun: str. What its models are called in messages ("a translation model").
         validation_metric: str. What `training.validation` scores by default.
+        data_keys: tuple. The card `data` keys the task reads; `check_data_keys` refuses the others.
     """
 
     name = ""
@@ -62,6 +64,17 @@ class Task:
     command = ""
     noun = ""
     validation_metric = "loss"
+    data_keys: tuple = ()
+
+    def check_data_keys(self, card) -> None:
+        """A CardError naming the card's `data` keys this task does not read (another task's, such as
+        a speech `min_duration` on a translation card), instead of a TypeError when they are used."""
+        foreign = sorted(set(card.data) - set(self.data_keys))
+        if foreign:
+            raise CardError(
+                f"{card.path}: data.{', data.'.join(foreign)} is not a {self.name} setting; a "
+                f"{self.name} card's data keys: {', '.join(sorted(self.data_keys))}"
+            )
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)

@@ -62,6 +62,7 @@ class Recognition(Task):
     """Audio to text: features and a character (or subword) vocabulary, CTC loss inside the model, WER."""
 
     name = "recognition"
+    data_keys = SPEECH_DATA_KEYS
     model_class = SpeechToText
     command = "transcribe"
     noun = "a speech recognizer"

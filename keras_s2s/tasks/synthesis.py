@@ -171,6 +171,7 @@ class Synthesis(Task):
     model computes its own loss; evaluation by attention focus and mel distances."""
 
     name = "synthesis"
+    data_keys = TTS_DATA_KEYS
     model_class = Tacotron2
     command = "synthesize"
     noun = "a speech synthesizer"

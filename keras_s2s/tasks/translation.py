@@ -78,6 +78,9 @@ class Translation(Task):
     """Text to text: a subword tokenizer learned per run, label-smoothed cross-entropy, BLEU."""
 
     name = "translation"
+    data_keys = ("source", "vocab_size", "max_length", "batch_size", "num_train", "num_valid",
+                 "num_test", "seed", "bucket_width", "batch_tokens", "direction", "tokenization",
+                 "shared_vocabulary", "source_vocab_size", "fit_to_corpus")  # fmt: skip
     model_class = Seq2SeqLM
     command = "translate"
     noun = "a translation model"
