@@ -115,9 +115,17 @@ def load_preset_directory(directory: str | Path) -> keras.Model:
         config = json.loads((directory / CONFIG).read_text())
     except json.JSONDecodeError as exc:
         raise PresetError(f"{directory / CONFIG}: not valid JSON ({exc})") from None
+    if not isinstance(config, dict):
+        raise PresetError(f"{directory / CONFIG}: not a model config (a JSON object is expected)")
     config.pop("compile_config", None)  # not compiled: the loader compiles with its card's settings
-    model = keras.saving.deserialize_keras_object(config)
-    model.build()
+    try:
+        model = keras.saving.deserialize_keras_object(config)
+        model.build()
+    except Exception as exc:  # Keras reports a malformed config in several types
+        raise PresetError(
+            f"{directory / CONFIG}: not a loadable model config ({type(exc).__name__}: "
+            f"{str(exc)[:160]})"
+        ) from None
     try:
         model.load_weights(directory / WEIGHTS)
     except Exception as exc:  # h5py/Keras report corrupt or mismatched weights in several types

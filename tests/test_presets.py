@@ -5,6 +5,7 @@ import http.server
 import io
 import json
 import os
+import shutil
 import tarfile
 import threading
 import zipfile
@@ -204,6 +205,28 @@ def test_a_preset_without_sha256_downloads_with_a_visible_warning(preset, server
     with caplog.at_level("WARNING", logger="keras_s2s"):
         fetch_preset(f"{url}/p.tar.gz")
     assert f"{url}/p.tar.gz: no sha256 given: the download is not verified" in caplog.text
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [lambda c: c["config"].update(units="sixteen"), lambda c: c.pop("config"),
+     lambda c: c.update(class_name="NoSuchModel", registered_name="keras_s2s>NoSuchModel"),
+     lambda c: c.clear() or c.update(x=[1])],
+)  # fmt: skip
+def test_a_malformed_preset_config_is_named_and_its_download_removed(
+    damage, preset, server, home, tmp_path
+):
+    _, folder = preset
+    root, url = server
+    broken = tmp_path / "gnmt_tiny"
+    shutil.copytree(folder, broken)
+    config = json.loads((broken / "config.json").read_text())
+    damage(config)
+    (broken / "config.json").write_text(json.dumps(config))
+    sha = pack(broken, root / "bad.tar.gz")
+    with pytest.raises(PresetError, match=r"config.json: not a loadable model config .* removed"):
+        load_preset(f"{url}/bad.tar.gz", sha)
+    assert not list((home / "presets" / "downloads").iterdir()), "the bad download is gone"
 
 
 def test_an_interrupted_download_resumes_where_it_stopped(preset, server, home):
