@@ -200,3 +200,36 @@ def test_a_fresh_process_translates_a_run_with_ctranslate2(ctranslate2, trained,
                             env=env)  # fmt: skip
     assert result.returncode == 0, result.stderr
     assert result.stdout.splitlines() == model.translate(sources[:1])
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [("model.bin", lambda data: data[: len(data) // 2]), ("config.json", lambda data: b"{not json"),
+     ("source.model", lambda data: b"not a sentencepiece model")],
+    ids=["truncated-model", "bad-config", "bad-tokenizer"],
+)  # fmt: skip
+def test_a_damaged_ctranslate2_export_is_named_and_a_runs_own_copy_rebuilt(
+    damage, ctranslate2, trained, tmp_path, capsys, caplog
+):
+    import shutil
+
+    from keras_s2s.export import export_ctranslate2
+    from keras_s2s.export.ctranslate2 import translator_for
+
+    out, model, sources, _ = trained
+    name, damaged = damage
+    exported = tmp_path / "exported"
+    export_ctranslate2(model, exported)
+    (exported / name).write_bytes(damaged((exported / name).read_bytes()))
+    (tmp_path / "in.txt").write_text(sources[0] + "\n")
+    argv = ["translate", "--model", str(exported), "--engine", "ctranslate2", "--input",
+            str(tmp_path / "in.txt")]  # fmt: skip
+    assert main(argv) == 2
+    assert f"{exported}: a damaged CTranslate2 export" in capsys.readouterr().err
+    run = tmp_path / "run"  # a run directory whose kept export (RUN/ctranslate2) was damaged
+    shutil.copytree(out, run, ignore=shutil.ignore_patterns("ctranslate2"))
+    shutil.copytree(exported, run / "ctranslate2")
+    with caplog.at_level("WARNING", logger="keras_s2s"):
+        translated = translator_for(run).translate(sources[:1])
+    assert "a damaged CTranslate2 export" in caplog.text and "rebuilding it" in caplog.text
+    assert translated == model.translate(sources[:1])

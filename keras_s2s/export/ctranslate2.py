@@ -20,6 +20,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 from pathlib import Path
@@ -29,6 +30,8 @@ import numpy as np
 
 from keras_s2s.config import MissingExtra
 from keras_s2s.data.tokenizer import SubwordTokenizer, TokenizerPair
+
+log = logging.getLogger("keras_s2s")
 
 QUANTIZATIONS = ("int8", "int8_float32", "int8_float16", "int16", "float16", "bfloat16")
 TOKENIZER_FILES = ("source.model", "target.model")  # beside CTranslate2's model.bin
@@ -195,6 +198,10 @@ def export_ctranslate2(model, path: str | Path, quantization: str | None = None)
 RUN_EXPORT = "ctranslate2"  # where translate --engine ctranslate2 keeps a run directory's export
 
 
+class DamagedExport(ValueError):
+    """A CTranslate2 export directory whose model or tokenizers do not load."""
+
+
 def translator_for(path: str | Path, compute_type: str = "default", threads: int = 0):
     """A `CTranslate2Translator` for an export directory, or for a run directory (its model is exported
     once, in float32, to `RUN/ctranslate2/`; `compute_type` quantizes when loading).
@@ -207,8 +214,13 @@ def translator_for(path: str | Path, compute_type: str = "default", threads: int
     path = Path(path)
     if (path / "model.keras").is_file() and not (path / "model.bin").is_file():
         export = path / RUN_EXPORT
-        if not (export / "model.bin").is_file():
-            export_ctranslate2(keras.saving.load_model(path / "model.keras"), export)
+        if export.exists():
+            try:
+                return CTranslate2Translator(export, compute_type=compute_type, threads=threads)
+            except (DamagedExport, FileNotFoundError) as error:  # the run's own copy: rebuilt
+                log.warning("%s; rebuilding it from %s", error, path / "model.keras")
+                shutil.rmtree(export)
+        export_ctranslate2(keras.saving.load_model(path / "model.keras"), export)
         path = export
     return CTranslate2Translator(path, compute_type=compute_type, threads=threads)
 
@@ -233,10 +245,16 @@ class CTranslate2Translator:
                 f"{path}: not a CTranslate2 export of keras-s2s (model.bin, {', '.join(TOKENIZER_FILES)}); "
                 "write one with keras-s2s export --format ctranslate2"
             )
-        self.translator = ctranslate2.Translator(
-            str(path), device="cpu", compute_type=compute_type, intra_threads=threads
-        )
-        source, target = (SubwordTokenizer.load(path / name) for name in TOKENIZER_FILES)
+        try:
+            self.translator = ctranslate2.Translator(
+                str(path), device="cpu", compute_type=compute_type, intra_threads=threads
+            )
+            source, target = (SubwordTokenizer.load(path / name) for name in TOKENIZER_FILES)
+        except (RuntimeError, ValueError, OSError) as error:  # CTranslate2 and SentencePiece
+            raise DamagedExport(
+                f"{path}: a damaged CTranslate2 export ({str(error)[:160]}); write it again with "
+                "keras-s2s export --format ctranslate2"
+            ) from None
         self.tokenizer = TokenizerPair(source, target)
         self.source_pieces = source.pieces()
         self.target_ids = {piece: i for i, piece in enumerate(target.pieces())}
