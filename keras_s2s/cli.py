@@ -15,6 +15,7 @@ import argparse
 import errno
 import importlib
 import logging
+import math
 import os
 import sys
 import time
@@ -52,6 +53,17 @@ def _count(minimum: int = 1):
 COUNT = _count()
 
 
+def _finite(text: str) -> float:
+    """An argparse type: a finite number (a weight or penalty; nan and inf make no sense)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
 def _duration(text: str) -> str:
     """An argparse type: a duration such as 25m, 2h or 1h30m (kept as written, for the card)."""
     try:
@@ -68,9 +80,9 @@ def _add_lm_flags(parser) -> None:
         help="an ARPA word LM (keras-s2s lm; plain or .arpa.gz): CTC beam search fused with it; "
         "'preset': the LM of a zoo preset given as --model NAME:PRESET",
     )
-    parser.add_argument("--alpha", type=float,
+    parser.add_argument("--alpha", type=_finite,
                         help="LM weight (with --lm; default 0.5, or the preset's tuned one)")  # fmt: skip
-    parser.add_argument("--beta", type=float,
+    parser.add_argument("--beta", type=_finite,
                         help="word insertion bonus (with --lm; default 1.0, or the preset's)")  # fmt: skip
 
 
@@ -158,10 +170,10 @@ def _parser() -> argparse.ArgumentParser:
         "--beam-width", type=COUNT, default=1, help="1 = greedy (default); CTC beam for speech"
     )
     evaluate.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search"
+        "--length-penalty", type=_finite, default=0.6, help="GNMT alpha for beam search"
     )
     evaluate.add_argument(
-        "--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)"
+        "--coverage-penalty", type=_finite, default=0.0, help="GNMT beta for beam search (0 = off)"
     )
     _add_lm_flags(evaluate)
 
@@ -172,10 +184,10 @@ def _parser() -> argparse.ArgumentParser:
     translate.add_argument("--batch-size", type=COUNT, default=64)
     translate.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy (default)")
     translate.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search"
+        "--length-penalty", type=_finite, default=0.6, help="GNMT alpha for beam search"
     )
     translate.add_argument(
-        "--coverage-penalty", type=float, default=0.0, help="GNMT beta for beam search (0 = off)"
+        "--coverage-penalty", type=_finite, default=0.0, help="GNMT beta for beam search (0 = off)"
     )
     translate.add_argument(
         "--engine",
@@ -226,12 +238,12 @@ def _parser() -> argparse.ArgumentParser:
     corpus.add_argument("--flite-voices", nargs="+", default=[], metavar="VOICE",
                         help="flite voices (kal, kal16, awb, rms, slt) that speak --flite-share "
                              "of the training sentences (Debian's flite)")  # fmt: skip
-    corpus.add_argument("--flite-share", type=float, default=0.0,
+    corpus.add_argument("--flite-share", type=_finite, default=0.0,
                         help="share of training sentences spoken by flite (default 0)")  # fmt: skip
     corpus.add_argument("--festival-voices", nargs="+", default=[], metavar="VOICE",
                         help="Festival voices (kal_diphone, rab_diphone, ...) that speak "
                              "--festival-share of the training sentences (Debian's festival)")  # fmt: skip
-    corpus.add_argument("--festival-share", type=float, default=0.0,
+    corpus.add_argument("--festival-share", type=_finite, default=0.0,
                         help="share of training sentences spoken by Festival (default 0)")  # fmt: skip
 
     lm = commands.add_parser("lm", help="estimate a word n-gram LM (ARPA) from transcripts or text")
@@ -281,7 +293,7 @@ def _parser() -> argparse.ArgumentParser:
         "--beam-width", type=COUNT, default=4, help="decoding inside the SavedModel (1 = greedy)"
     )
     export.add_argument(
-        "--length-penalty", type=float, default=0.6, help="GNMT alpha for beam search"
+        "--length-penalty", type=_finite, default=0.6, help="GNMT alpha for beam search"
     )
     export.add_argument(
         "--quantization",

@@ -91,6 +91,21 @@ def test_a_count_that_makes_no_sense_is_refused_before_anything_runs(
     assert not list(tmp_path.iterdir()), "nothing is written"
 
 
+@pytest.mark.parametrize(
+    "command",
+    [["transcribe", "--model", "m", "a.wav", "--alpha", "nan"],
+     ["transcribe", "--model", "m", "a.wav", "--beta", "inf"],
+     ["translate", "--model", "m", "--length-penalty", "nan"],
+     ["evaluate", "--model", "m", "--coverage-penalty=-inf"]],
+)  # fmt: skip
+def test_a_weight_that_is_not_a_finite_number_is_refused(command, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exit_:
+        main(command)
+    assert exit_.value.code == 2 and "must be a finite number" in capsys.readouterr().err
+    assert not list(tmp_path.iterdir()), "nothing is written"
+
+
 def test_the_python_api_refuses_counts_that_make_no_sense(tmp_path):
     from keras_s2s.training.runner import average_checkpoints, train
 
