@@ -109,9 +109,7 @@ def check_run_dir(out: Path, card) -> None:
             f"{out} already holds a finished run (model.keras and preset/); choose another --out "
             "or remove it"
         )
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {out} is a file, not a run directory")
-    saved_path = out / "card.yaml"
+    saved_path = out / "card.yaml"  # (`train` refuses an --out that is a file before its lock)
     if not saved_path.exists():
         return
     try:
