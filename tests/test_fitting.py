@@ -9,7 +9,7 @@ import yaml
 
 from keras_s2s.cli import main
 from keras_s2s.data import load_parallel_data
-from keras_s2s.data.fitting import fitted_vocab_size
+from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size
 
 WORDS = "file open save close print edit view window help tool image layer color brush text font".split()
 GERMAN = (
@@ -183,3 +183,53 @@ def test_train_records_the_fitted_settings_and_resumes_with_them(tmp_path, caplo
         == 0
     )
     assert len(json.loads((out / "history.json").read_text())["loss"]) == 2
+
+
+class _Words:
+    """A tokenizer that splits on spaces (source and target alike)."""
+
+    source = target = property(lambda self: self)
+
+    def tokenize(self, texts):
+        return [text.split() for text in texts]
+
+
+def test_a_few_huge_pairs_do_not_size_a_small_corpus():
+    rng = random.Random(0)
+    pairs = [("w " * rng.randint(3, 20), "w " * rng.randint(3, 20)) for _ in range(150)]
+    pairs += [("w " * 1000, "w " * 1000), ("w " * 1500, "w")]
+    length, reason = fitted_max_length(pairs, _Words())
+    assert length == 24 and "after leaving out 2 outlier(s) of up to 1501" in reason
+    # on a corpus of 200 pairs or more, the 0.5% left out are the longest: no fence
+    length, reason = fitted_max_length(pairs + pairs[:125] * 2, _Words())
+    assert length == 24 and "outlier" not in reason
+    # a corpus of near-equal lengths keeps all of them (the fence is at least twice the third quartile)
+    assert fitted_max_length([("w " * 10, "w")] * 90 + [("w " * 19, "w")] * 3, _Words())[0] == 24
+
+
+def test_a_step_that_would_not_fit_in_memory_is_refused_before_anything_is_written(
+    tmp_path, monkeypatch, capsys
+):
+    from keras_s2s.training import memory
+
+    root = write_corpus(tmp_path / "corpus", corpus_pairs(200))
+    out = tmp_path / "run"
+    command = ["train", "transformer_demo", "--data", str(root), "--out", str(out), "--epochs", "1",
+               "--set", "max_length=512", "--set", "vocab_size=150", "--precision", "float32"]  # fmt: skip
+    monkeypatch.setattr(memory, "available_memory", lambda: (2 * memory.GIB, "here"))
+    assert main(command) == 2
+    error = capsys.readouterr().err
+    assert "one training step on the longest batches (96 x 512 tokens) needs about" in error
+    assert "2.0 GiB are available here" in error and "--set max_length=" in error
+    assert "--set batch_size=" in error and "Traceback" not in error
+    assert not out.exists() or not any(out.iterdir()), "nothing written"
+    # the largest max_length it names fits
+    fits = int(error.split("--set max_length=")[1].split()[0])
+    from keras_s2s import zoo
+
+    model = zoo.load("transformer_demo", vocab_size=150, max_positions=1024)
+    assert (
+        model.training_step_bytes(96, fits)
+        <= 2 * memory.GIB
+        < model.training_step_bytes(96, fits + 8)
+    )

@@ -12,7 +12,11 @@ stays as written. Each choice is logged with its reason:
   whose pieces are each seen often enough to be learned.
 - `max_length`: the subword length that keeps 99.5% of a sample of the
   training pairs (both sides, with the end token), rounded up to a multiple
-  of 8, so that at most about 1% of the pairs are dropped as too long.
+  of 8, so that at most about 1% of the pairs are dropped as too long. On
+  fewer than 200 pairs that share is the longest pair itself, so there the
+  outliers are left out first: pairs longer than the far fence of the
+  lengths' quartiles (Q3 + 3 x IQR, and at least 2 x Q3), as one huge pair must not size every
+  batch of a small corpus.
 - `num_train`: every training pair (0), not the demo's 80,000.
 
 Example:
@@ -31,6 +35,7 @@ VOCAB_SIZES = (2000, 4000, 8000, 16000, 32000)
 WORDS_PER_PIECE = 1000
 KEEP = 0.995  # of the sampled pairs: the rest of the 1% allowed is room for the sample's error
 SAMPLE = 20000
+FENCE = 3.0  # interquartile ranges above the third quartile: Tukey's far-out fence
 
 
 def settings_to_fit(source, fit_to_corpus) -> set[str]:
@@ -58,9 +63,31 @@ def fitted_max_length(
     sources = tokenizer.source.tokenize([source for source, _ in sample])
     targets = tokenizer.target.tokenize([target for _, target in sample])
     longest = sorted(max(len(s), len(t)) + 1 for s, t in zip(sources, targets))  # + the end token
+    outliers = ""
+    if len(longest) * (1 - KEEP) < 1:  # too few pairs for a 99.5% share to leave any out
+        kept = _within_fence(longest)
+        if len(kept) < len(longest):
+            outliers = (
+                f" after leaving out {len(longest) - len(kept)} outlier(s) of up to {longest[-1]}"
+            )
+        longest = kept
     length = longest[min(len(longest) - 1, math.ceil(KEEP * len(longest)) - 1)]
     fitted = round_up(length)
-    reason = f"keeps {100 * KEEP:g}% of {len(sample):,} sampled training pairs ({length} subwords, rounded up to 8)"
+    reason = (
+        f"keeps {100 * KEEP:g}% of {len(sample):,} sampled training pairs ({length} subwords"
+        f"{outliers}, rounded up to 8)"
+    )
     if limit is not None and fitted > limit:
         return limit, reason + f", capped at the model's {limit} positions"
     return fitted, reason
+
+
+def _within_fence(lengths: list[int]) -> list[int]:
+    """The sorted `lengths` up to the far fence Q3 + 3 x IQR, and at least 2 x Q3 (all of them when
+    there are under 4)."""
+    if len(lengths) < 4:
+        return lengths
+    quartile = lambda q: lengths[round(q * (len(lengths) - 1))]  # noqa: E731
+    third = quartile(0.75)
+    fence = max(third + FENCE * (third - quartile(0.25)), 2 * third)
+    return [length for length in lengths if length <= fence]

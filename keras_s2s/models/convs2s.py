@@ -252,6 +252,11 @@ class ConvS2S(Seq2SeqLM):
         new_state["attention"] = total_weights / len(self.decoder_convs)
         return self._readout(x)[:, 0, :], new_state
 
+    def activations_per_token(self, length: int) -> int:
+        glu = 2 * sum(self.channels)  # each conv's output before its gated linear unit
+        # encoder and decoder; a score row per decoder layer
+        return 2 * glu + len(self.channels) * length
+
     @property
     def max_positions_limit(self):
         return self.max_positions

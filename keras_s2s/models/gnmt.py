@@ -29,7 +29,7 @@ from keras_s2s.distribution import placement as hybrid
 from keras_s2s.layers.attention import NormalizedBahdanauAttention
 from keras_s2s.layers.dropout import Dropout
 from keras_s2s.layers.recurrent import LSTM
-from keras_s2s.models.seq2seq_lm import Seq2SeqLM
+from keras_s2s.models.seq2seq_lm import ACTIVATION_COPIES, Seq2SeqLM
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -238,6 +238,12 @@ class GNMT(Seq2SeqLM):
         logits, weights = self._readout(ops.expand_dims(x, 1), encoded)
         new_state["attention"] = weights[:, 0, :]
         return logits[:, 0, :], new_state
+
+    def activations_per_token(self, length: int) -> int:
+        gates = 2 * self.num_layers * 4 * self.units  # the LSTM gates of encoder and decoder
+        # additive attention: a tanh vector per (target, source) pair, of which two copies are kept
+        pairs = length * (self.attention_units or self.units)
+        return gates + pairs * 2 // ACTIVATION_COPIES
 
     def get_config(self):
         config = super().get_config()

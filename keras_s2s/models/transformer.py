@@ -205,6 +205,15 @@ class Transformer(Seq2SeqLM):
         new_state["attention"] = weights[:, 0, :]  # last layer, mean over heads
         return self._logits(y)[:, 0, :], new_state
 
+    def activations_per_token(self, length: int) -> int:
+        decoder_layers = self.num_decoder_layers or self.num_layers
+        # self-attention in every layer, cross-attention in the decoder's
+        attentions = self.num_layers + 2 * decoder_layers
+        return (
+            attentions * (self.d_model + self.num_heads * length)  # outputs and score rows
+            + (self.num_layers + decoder_layers) * self.ffn_dim
+        )
+
     @property
     def max_positions_limit(self):
         return self.max_positions if self.positions == "learned" else None

@@ -45,6 +45,7 @@ class PreparedTask:
     evaluate: Callable  # model -> results dict
     commit: Callable  # () -> None: writes the card (and tokenizer) once the model is built
     valid_pairs: list | None = None  # (source, reference) dev pairs: validation BLEU while training
+    longest_batch: tuple[int, int] | None = None  # (rows, length) of the largest training batch
 
 
 class Task:

@@ -48,6 +48,7 @@ from keras_s2s.files import atomic_write, run_lock
 from keras_s2s.precision import set_precision
 from keras_s2s.tasks import PreparedTask
 from keras_s2s.training.backup import AtomicBackupAndRestore, AtomicCheckpoint
+from keras_s2s.training.memory import check_step_memory
 from keras_s2s.training.nonfinite import NonFiniteGuard
 from keras_s2s.training.time_limit import (
     UNTIL_TIME_EPOCHS,
@@ -269,7 +270,8 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     ).exists():  # trained, but evaluation or the preset did not follow: finish it
         return _finish(card, out, task, run_clock) if chief else {}
     model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
-    task.commit()  # only now: a card that cannot build a model leaves nothing behind
+    check_step_memory(model_obj, task.longest_batch, card.name, strategy.num_replicas_in_sync)
+    task.commit()  # only now: a card that cannot build a model (or fit in memory) leaves nothing behind
     steps_per_epoch = _steps_per_epoch(card, task.num_train)
     time_limit = card.training.get("time_limit")
     length = f"{epochs or card.training['epochs']} epoch(s) x {steps_per_epoch} steps"
