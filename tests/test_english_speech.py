@@ -396,3 +396,46 @@ def _shard_rows(folder, split):
         for shard in sorted((folder / "shards").glob(f"{split}-*/shard.csv"))
         for row in csv.DictReader(open(shard, newline="", encoding="utf-8"))
     ]
+
+
+FULL_DISK = """\
+import shutil, soundfile
+
+_write, _usage = soundfile.write, shutil.disk_usage
+
+
+def write(file, *args, **kwargs):  # the second training shard meets a full disk
+    if "train-00001" in str(file) and file.endswith("00002.flac"):
+        shutil.disk_usage = lambda path: _usage(path)._replace(free=4096)
+        raise soundfile.LibsndfileError(2)  # what libsndfile says then: "System error."
+    return _write(file, *args, **kwargs)
+
+
+soundfile.write = write
+"""
+
+
+def test_a_full_disk_stops_the_corpus_with_one_clear_error_and_the_same_command_resumes(
+    tmp_path, monkeypatch, capfd
+):
+    from keras_s2s.cli import main
+
+    (tmp_path / "faults" / "sitecustomize.py").parent.mkdir()
+    (tmp_path / "faults" / "sitecustomize.py").write_text(FULL_DISK)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "faults"), *sys.path]))
+    text = tmp_path / "story.txt"
+    text.write_text(" ".join(f"The {a} dog sees a {b} cat." for a in WORDS for b in WORDS[:3]))
+    out = tmp_path / "corpus"
+    args = ["speech-corpus", "--text", str(text), "--out", str(out), "--num-valid", "2",
+            "--num-test", "2", "--shard-size", "4", "--workers", "2"]  # fmt: skip
+    assert main(args) == 1
+    error = capfd.readouterr().err
+    assert "Traceback" not in error and "System error" not in error
+    assert error.count("keras-s2s: error:") == 1
+    assert "No space left on device" in error and "train-00001" in error
+    assert "the same command continues from there" in error
+    assert (out / "shards" / "train-00000" / "shard.csv").is_file(), "finished shards stay"
+    assert not (out / "shards" / "train-00001").exists()
+    monkeypatch.delenv("PYTHONPATH")
+    assert main(args) == 0
+    assert len(read_manifest(out / "train.csv")) == 20

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import errno
 import hashlib
 import json
 import logging
@@ -290,8 +291,10 @@ class EnglishSpeech:
             log.info("resuming %s: %d of %d utterances already synthesized", folder, done, total)
         bar = _Progress(total, done, sys.stderr.isatty() if progress is None else progress)
         jobs = [ShardJob(folder / "shards", name, rs, self.sample_rate) for name, _, rs in todo]
-        _run_in_processes(jobs, workers, bar)
-        bar.close()
+        try:
+            _run_in_processes(jobs, workers, bar)
+        finally:
+            bar.close()  # its line ends before an error is printed
         for split in SPLITS:
             rows = [
                 row
@@ -343,6 +346,8 @@ def _voices_to_draw(engine: str, voices, share: float, installed) -> list[str]:
 
 # signals of a crash inside libespeak-ng (segmentation fault, bus error, abort, ...), not of a kill
 CRASH_SIGNALS = (signal.SIGSEGV, signal.SIGBUS, signal.SIGILL, signal.SIGABRT, signal.SIGFPE)
+DISK_FULL_EXIT = errno.ENOSPC  # a shard process's exit code when the disk filled up
+FULL_DISK_BYTES = 1 << 20  # less free than this after a failed write: the disk is full
 
 
 def plain_rendition(rendition: Rendition) -> Rendition:
@@ -439,6 +444,8 @@ def _run_in_processes(jobs: list, workers: int, bar) -> None:
                 job_file.unlink(missing_ok=True)
                 if process.returncode == 0:
                     bar.advance(len(job.renditions))
+                elif process.returncode == DISK_FULL_EXIT:  # the finished shards stay: resumable
+                    raise OSError(errno.ENOSPC, "No space left on device", str(job.folder))
                 elif -process.returncode in CRASH_SIGNALS:
                     queue.insert(0, (job, plain | {_crashed_at(job, plain)}))
                 else:
@@ -503,10 +510,23 @@ def _synthesize_shard(job: ShardJob, plain: frozenset = frozenset()) -> int:
             )
         _write_shard(tmp / "shard.csv", rows)  # last: a shard without it is not finished
         os.replace(tmp, job.folder)
-    except BaseException:
+    except BaseException as error:
+        full = _disk_is_full(tmp, error)  # before the partial shard is removed, freeing its space
         shutil.rmtree(tmp, ignore_errors=True)
+        if full:
+            raise OSError(errno.ENOSPC, "No space left on device", str(job.folder)) from None
         raise
     return len(job.renditions)
+
+
+def _disk_is_full(folder: Path, error: BaseException) -> bool:
+    """Whether `error` came of a full disk: libsndfile says only "System error." when it is."""
+    if isinstance(error, OSError) and error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    try:
+        return isinstance(error, Exception) and shutil.disk_usage(folder).free < FULL_DISK_BYTES
+    except OSError:
+        return False
 
 
 SHARD_COLUMNS = ("wav_filename", "duration", "transcript", "voice", "wpm", "pitch", "pitch_range")
@@ -569,7 +589,12 @@ def _main(job_file: str) -> None:
     job = json.loads(Path(job_file).read_text(encoding="utf-8"))
     renditions = [Rendition(**r) for r in job["renditions"]]
     shard = ShardJob(Path(job["shards"]), job["name"], renditions, job["sample_rate"])
-    _synthesize_shard(shard, frozenset(job["plain"]))
+    try:
+        _synthesize_shard(shard, frozenset(job["plain"]))
+    except OSError as error:
+        if error.errno != errno.ENOSPC:
+            raise
+        sys.exit(DISK_FULL_EXIT)  # the parent says so, once, for every shard process
 
 
 if __name__ == "__main__":
