@@ -23,6 +23,7 @@ import copy
 import dataclasses
 import difflib
 import inspect
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,27 @@ class Count:
 
     def __repr__(self) -> str:
         return f"a whole number of at least {self.minimum}"
+
+
+class Number:
+    """A finite number from `minimum` to `maximum` (either bound may be None)."""
+
+    def __init__(self, minimum: float | None = None, maximum: float | None = None):
+        self.minimum, self.maximum = minimum, maximum
+
+    def __repr__(self) -> str:
+        if self.maximum is None:
+            return f"a number of at least {self.minimum:g}"
+        return f"a number from {self.minimum:g} to {self.maximum:g}"
+
+    def holds(self, value: Any) -> bool:
+        return (
+            isinstance(value, (int, float))
+            and not isinstance(value, bool)
+            and math.isfinite(value)
+            and (self.minimum is None or value >= self.minimum)
+            and (self.maximum is None or value <= self.maximum)
+        )
 
 
 class Duration:
@@ -159,14 +181,14 @@ SCHEMA: dict[str, Any] = {
             "metric": Choice("bleu", "chrf", "loss"),
             "patience": SIZE,
             "sentences": COUNT,
-            "min_delta": float,
+            "min_delta": Number(0),
         },
         "accumulate_steps": COUNT,  # gradient accumulation: batches per update (OpenSeq2Seq's iter_size)
         "steps_per_execution": COUNT,
         "time_limit": Optional(Duration()),  # train until this much time is spent (over restarts)
         # start a new run from these weights: a preset of the card, a preset folder/archive, a .weights.h5
         "init_from": Optional(str),
-        "lr_floor": float,  # schedule deadline: the rate at the deadline, a share of the peak
+        "lr_floor": Number(0, 1),  # schedule deadline: the rate at the deadline, a share of the peak
         "jit_compile": bool,
         "seed": int,
         "decode_max_length": COUNT,
@@ -247,6 +269,8 @@ def _matches(value: Any, kind: Any) -> bool:
             return False
     if isinstance(kind, Count):
         return isinstance(value, int) and not isinstance(value, bool) and value >= kind.minimum
+    if isinstance(kind, Number):
+        return kind.holds(value)
     if kind is Any:
         return True
     return isinstance(value, kind)

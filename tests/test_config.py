@@ -70,6 +70,15 @@ def test_unknown_model_argument_lists_constructor_arguments(tmp_path):
             "'training.epochs' must be a whole number of at least 1",
         ),
         (lambda c: c["training"].update({"jit_compile": "yes"}), "must be boolean"),
+        # refused with the card, before a card or tokenizer is written (was: by the callback)
+        (
+            lambda c: c["training"].update({"lr_floor": -1}),
+            "'training.lr_floor' must be a number from 0 to 1, got -1",
+        ),
+        (
+            lambda c: c["training"].update({"validation": {"min_delta": float("inf")}}),
+            "'training.validation.min_delta' must be a number of at least 0, got inf",
+        ),
         (lambda c: c.update({"training": [1, 2]}), "'training' must be mapping"),
         (lambda c: c.pop("data"), "missing required key 'data'"),
         (lambda c: c.update({"architecture": "gnmtt"}), "unknown architecture 'gnmtt'"),
