@@ -188,7 +188,8 @@ SCHEMA: dict[str, Any] = {
         "time_limit": Optional(Duration()),  # train until this much time is spent (over restarts)
         # start a new run from these weights: a preset of the card, a preset folder/archive, a .weights.h5
         "init_from": Optional(str),
-        "lr_floor": Number(0, 1),  # schedule deadline: the rate at the deadline, a share of the peak
+        # schedule deadline: the rate at the deadline, a share of the peak
+        "lr_floor": Number(0, 1),
         "jit_compile": bool,
         "seed": int,
         "decode_max_length": COUNT,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import json
 import math
 import os
@@ -32,6 +33,40 @@ def atomic_write(path: Path, write) -> None:
     finally:
         if tmp.exists():
             tmp.unlink()
+
+
+def staging_folder(target: Path) -> Path:
+    """An empty path beside `target` (`.tmp-NAME-PID`) for this process to build `target` in and then
+    rename. The ones that processes which are gone left behind (killed mid-write) are removed first.
+
+    Example:
+        >>> tmp = staging_folder(Path("runs/x/preset")); tmp.mkdir(); ...; os.replace(tmp, target)
+    """
+    target = Path(target)
+    for stale in target.parent.glob(f".tmp-{glob.escape(target.name)}-*"):
+        pid = stale.name.rsplit("-", 1)[-1]
+        if pid.isdigit() and int(pid) != os.getpid() and not _process_alive(int(pid)):
+            _remove(stale)
+    tmp = target.with_name(f".tmp-{target.name}-{os.getpid()}")
+    _remove(tmp)
+    return tmp
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def _remove(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

@@ -40,6 +40,7 @@ from pathlib import Path
 import keras
 
 from keras_s2s.config import is_sha256
+from keras_s2s.files import staging_folder
 from keras_s2s.home import home, zoo_dir
 
 log = logging.getLogger("keras_s2s")
@@ -71,8 +72,7 @@ def save_to_preset(
     directory = Path(directory)
     if directory.exists():
         raise PresetError(f"{directory} already exists; choose another directory")
-    tmp = directory.with_name(f".tmp-{directory.name}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = staging_folder(directory)
     tmp.mkdir(parents=True)
     try:
         config = keras.saving.serialize_keras_object(model)
@@ -281,8 +281,7 @@ def _check_member(name: str, size: int, archive: Path) -> None:
 
 def extract(archive: Path, destination: Path) -> Path:
     """Unpack a .tar(.gz) or .zip archive into `destination` (atomically), refusing unsafe members."""
-    tmp = destination.with_name(f".tmp-{destination.name}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = staging_folder(destination)
     tmp.mkdir(parents=True)
     try:
         if zipfile.is_zipfile(archive):

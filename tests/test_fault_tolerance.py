@@ -369,3 +369,31 @@ def test_only_a_full_disk_is_told_that_the_same_command_continues(tmp_path, caps
     assert main(["train", "gnmt", "--data", "demo", "--epochs", "1", "--out", str(out), *TINY]) == 1
     err = capsys.readouterr().err
     assert "keras-s2s: error:" in err and "continues from there" not in err
+
+
+def test_a_folder_a_killed_process_was_building_is_removed_by_the_next_one(tmp_path):
+    """`.tmp-NAME-PID` folders (a preset, an unpacked archive, an export) stayed forever after a kill."""
+    import subprocess
+    import sys
+    import tarfile
+
+    from keras_s2s.files import staging_folder
+    from keras_s2s.presets import extract
+
+    killed = subprocess.run(
+        [sys.executable, "-c", "import os; os.mkdir(f'.tmp-unpacked-{os.getpid()}'); os.mkdir(f"
+         "'.tmp-preset-{os.getpid()}'); os.kill(os.getpid(), 9)"],  # fmt: skip
+        cwd=tmp_path,
+    )
+    assert killed.returncode == -9 and len(list(tmp_path.glob(".tmp-*"))) == 2
+    alive = tmp_path / f".tmp-unpacked-{os.getppid()}"  # a process still at work: left alone
+    alive.mkdir()
+    (tmp_path / "config.json").write_text("{}")
+    with tarfile.open(tmp_path / "archive.tar.gz", "w:gz") as archive:
+        archive.add(tmp_path / "config.json", arcname="config.json")
+    extract(tmp_path / "archive.tar.gz", tmp_path / "unpacked")
+    assert (tmp_path / "unpacked" / "config.json").is_file()
+    leftovers = sorted(p.name.rsplit("-", 1)[0] for p in tmp_path.glob(".tmp-*"))
+    assert leftovers == [".tmp-preset", ".tmp-unpacked"] and alive.is_dir(), "another target's stays"
+    assert staging_folder(tmp_path / "preset") == tmp_path / f".tmp-preset-{os.getpid()}"
+    assert [p.name for p in tmp_path.glob(".tmp-*")] == [alive.name], "the preset's leftover too"

@@ -29,6 +29,7 @@ from pathlib import Path
 from keras_s2s.data.audio import resample, write_wav
 from keras_s2s.data.espeak import synthesize
 from keras_s2s.data.manifest import write_manifest
+from keras_s2s.files import staging_folder
 from keras_s2s.home import home
 
 log = logging.getLogger("keras_s2s")
@@ -145,8 +146,7 @@ class DemoSpeech:
         if (folder / "test.csv").is_file():
             return folder
         folder.parent.mkdir(parents=True, exist_ok=True)
-        tmp = folder.with_name(f".tmp-{folder.name}-{os.getpid()}")
-        shutil.rmtree(tmp, ignore_errors=True)
+        tmp = staging_folder(folder)
         (tmp / "wavs").mkdir(parents=True)
         rng = random.Random(self.seed)
         total = self.num_train + self.num_valid + self.num_test

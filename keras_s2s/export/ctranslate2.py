@@ -30,6 +30,7 @@ import numpy as np
 
 from keras_s2s.config import MissingExtra
 from keras_s2s.data.tokenizer import SubwordTokenizer, TokenizerPair
+from keras_s2s.files import staging_folder
 
 log = logging.getLogger("keras_s2s")
 
@@ -183,8 +184,7 @@ def export_ctranslate2(model, path: str | Path, quantization: str | None = None)
         def _load(self):
             return spec
 
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = staging_folder(path)
     try:
         _Converter().convert(str(tmp), quantization=quantization, force=True)
         model.tokenizer.source.save(tmp / TOKENIZER_FILES[0])

@@ -25,6 +25,7 @@ from pathlib import Path
 import tensorflow as tf
 
 from keras_s2s import tasks
+from keras_s2s.files import staging_folder
 
 
 def export_saved_model(
@@ -47,8 +48,7 @@ def export_saved_model(
         max_length_ratio=max_length_ratio,
         max_length_offset=max_length_offset,
     )
-    tmp = path.with_name(f".tmp-{path.name}-{os.getpid()}")
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = staging_folder(path)
     try:
         tf.saved_model.save(server, str(tmp), signatures={"serving_default": signature})
         os.replace(tmp, path)
