@@ -42,6 +42,7 @@ from keras_s2s.config import (
     parse_duration,
     safe_load,
 )
+from keras_s2s.files import read_text
 from keras_s2s.home import zoo_dir
 
 
@@ -495,7 +496,10 @@ def read_card(path: str | Path, _seen: tuple = ()) -> tuple[dict, dict]:
     path = Path(path)
     if not path.is_file():
         raise CardError(f"model card not found: {path}")
-    text = path.read_text(encoding="utf-8")
+    try:
+        text = read_text(path)
+    except ValueError as error:
+        raise CardError(f"{error}: is it a model card?") from None
     try:
         raw = safe_load(text, str(path))
     except yaml.YAMLError as exc:

@@ -29,6 +29,7 @@ from keras_s2s.config import (
     parse_duration,
     parse_override,
 )
+from keras_s2s.files import read_text
 
 
 def _count(minimum: int = 1):
@@ -342,7 +343,8 @@ def _text_lines(handle, name: str):
     line for bytes that are not UTF-8."""
     for number, raw in enumerate(handle, 1):
         try:
-            yield raw.decode("utf-8").rstrip("\r\n")
+            line = raw.decode("utf-8").rstrip("\r\n")
+            yield line.removeprefix("\ufeff") if number == 1 else line  # a byte order mark
         except UnicodeDecodeError as error:
             raise ValueError(
                 f"{name}, line {number}: not UTF-8 text ({error.reason} at byte {error.start}); "
@@ -549,8 +551,7 @@ def _estimate_lm(args) -> None:
         if path.endswith((".csv", ".tsv")):
             sentences += [u.transcript for u in read_manifest(path, check_files=False)]
         else:
-            with open(path, encoding="utf-8") as f:
-                sentences += [line for line in f if line.strip()]
+            sentences += [line for line in read_text(path).splitlines() if line.strip()]
     sentences = [normalize_transcript(s) for s in sentences]
     lm = KneserNeyLM.estimate(sentences, order=args.order, prune=tuple(args.prune))
     lm.write_arpa(args.out)
@@ -595,8 +596,7 @@ def _synthesize(args) -> None:
     if args.input:
         if not os.path.isfile(args.input):
             raise FileNotFoundError(f"{args.input}: input file not found")
-        with open(args.input, encoding="utf-8") as handle:
-            texts += [line.strip() for line in handle if line.strip()]
+        texts += [line.strip() for line in read_text(args.input).splitlines() if line.strip()]
     if not texts:
         raise ValueError("nothing to synthesize: give text arguments or --input FILE")
     output = Path(args.output)

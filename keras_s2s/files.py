@@ -22,6 +22,27 @@ from pathlib import Path
 LOCK_FILE = ".keras-s2s.lock"
 
 
+def read_text(path: str | Path) -> str:
+    """The text of a UTF-8 file (a byte order mark dropped); a ValueError naming the file, line and
+    column where its bytes are not UTF-8 (a binary file, or another encoding).
+
+    Example:
+        >>> read_text("corpus/train.de")
+        ValueError: corpus/train.de, line 3: bytes that are not UTF-8 at column 7 (b'\\xe4rz'); ...
+    """
+    data = Path(path).read_bytes()
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as error:
+        start = error.start + 3 * data.startswith(b"\xef\xbb\xbf")  # the offset in `data`
+        line = data.count(b"\n", 0, start) + 1
+        column = start - data.rfind(b"\n", 0, start)
+        raise ValueError(
+            f"{path}, line {line}: bytes that are not UTF-8 at column {column} "
+            f"({data[start : start + 4]!r}); a text file in UTF-8 is expected"
+        ) from None
+
+
 def atomic_write(path: Path, write) -> None:
     """Call `write(tmp_path)`, then rename onto `path`: readers never see half a file."""
     path = Path(path)

@@ -106,6 +106,24 @@ def test_a_weight_that_is_not_a_finite_number_is_refused(command, capsys, tmp_pa
     assert not list(tmp_path.iterdir()), "nothing is written"
 
 
+def test_files_that_are_not_utf8_text_are_named_and_a_byte_order_mark_is_dropped(capsys, tmp_path):
+    """A binary LM text or base card was a decode error naming no file; a BOM stayed in line 1."""
+    from keras_s2s.data.corpus import read_lines
+
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"name: x\n\x89PNG\r\n\x1a\n\x00\xff")
+    assert main(["lm", "--text", str(binary), "--out", str(tmp_path / "lm.arpa")]) == 2
+    assert f"{binary}, line 2: bytes that are not UTF-8 at column 1" in capsys.readouterr().err
+    assert not (tmp_path / "lm.arpa").exists()
+    card = tmp_path / "card.yaml"
+    card.write_text(f"base: {binary}\n")
+    assert main(["train", str(card), "--data", "demo", "--out", str(tmp_path / "run")]) == 2
+    assert f"{binary}, line 2: bytes that are not UTF-8" in capsys.readouterr().err
+    corpus = tmp_path / "corpus.tsv"
+    corpus.write_bytes("\ufeffhello world\tHallo Welt\r\nbye\ttschüss\n".encode())
+    assert read_lines(corpus) == ["hello world\tHallo Welt", "bye\ttschüss"]
+
+
 def test_the_python_api_refuses_counts_that_make_no_sense(tmp_path):
     from keras_s2s.training.runner import average_checkpoints, train
 

@@ -439,3 +439,19 @@ def test_a_full_disk_stops_the_corpus_with_one_clear_error_and_the_same_command_
     monkeypatch.delenv("PYTHONPATH")
     assert main(args) == 0
     assert len(read_manifest(out / "train.csv")) == 20
+
+
+def test_a_damaged_corpus_record_is_named_with_what_to_do(tmp_path):
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    (folder / "corpus.json").write_text('{"seed": 0')  # truncated
+    with pytest.raises(CorpusError, match=r"corpus.json: damaged \(Expecting .*delete the folder"):
+        tiny().build(folder)
+    (folder / "corpus.json").write_bytes(b"\xff\xfe[]")
+    with pytest.raises(
+        CorpusError, match=r"corpus.json: damaged \(line 1: bytes that are not UTF-8"
+    ):
+        tiny().build(folder)
+    (folder / "corpus.json").write_text("[1, 2]")
+    with pytest.raises(CorpusError, match=r"corpus.json: damaged \(not a JSON object\)"):
+        tiny().build(folder)

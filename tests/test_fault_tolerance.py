@@ -381,8 +381,12 @@ def test_a_folder_a_killed_process_was_building_is_removed_by_the_next_one(tmp_p
     from keras_s2s.presets import extract
 
     killed = subprocess.run(
-        [sys.executable, "-c", "import os; os.mkdir(f'.tmp-unpacked-{os.getpid()}'); os.mkdir(f"
-         "'.tmp-preset-{os.getpid()}'); os.kill(os.getpid(), 9)"],  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            "import os; os.mkdir(f'.tmp-unpacked-{os.getpid()}'); os.mkdir(f"
+            "'.tmp-preset-{os.getpid()}'); os.kill(os.getpid(), 9)",
+        ],  # fmt: skip
         cwd=tmp_path,
     )
     assert killed.returncode == -9 and len(list(tmp_path.glob(".tmp-*"))) == 2
@@ -394,6 +398,8 @@ def test_a_folder_a_killed_process_was_building_is_removed_by_the_next_one(tmp_p
     extract(tmp_path / "archive.tar.gz", tmp_path / "unpacked")
     assert (tmp_path / "unpacked" / "config.json").is_file()
     leftovers = sorted(p.name.rsplit("-", 1)[0] for p in tmp_path.glob(".tmp-*"))
-    assert leftovers == [".tmp-preset", ".tmp-unpacked"] and alive.is_dir(), "another target's stays"
+    assert leftovers == [".tmp-preset", ".tmp-unpacked"] and alive.is_dir(), (
+        "another target's stays"
+    )
     assert staging_folder(tmp_path / "preset") == tmp_path / f".tmp-preset-{os.getpid()}"
     assert [p.name for p in tmp_path.glob(".tmp-*")] == [alive.name], "the preset's leftover too"

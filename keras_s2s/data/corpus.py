@@ -13,6 +13,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from keras_s2s.files import read_text
+
 log = logging.getLogger("keras_s2s")
 MAX_ONE_SIDED_FRACTION = (
     0.01  # more pairs with one blank side than this means the files are misaligned
@@ -24,20 +26,15 @@ class CorpusError(ValueError):
 
 
 def read_lines(path: str | Path) -> list[str]:
-    """The lines of a UTF-8 text file, without line endings."""
+    """The lines of a UTF-8 text file, without line endings (or a byte order mark)."""
     path = Path(path)
     if not path.is_file():
         raise CorpusError(f"{path}: file not found")
-    data = path.read_bytes()
-    lines = []
-    for number, raw in enumerate(data.split(b"\n"), start=1):
-        try:
-            lines.append(raw.decode("utf-8").rstrip("\r"))
-        except UnicodeDecodeError as exc:
-            raise CorpusError(
-                f"{path}, line {number}: bytes that are not UTF-8 at column {exc.start + 1} "
-                f"({raw[exc.start : exc.start + 4]!r})"
-            ) from None
+    try:
+        text = read_text(path)  # a byte order mark dropped
+    except ValueError as error:
+        raise CorpusError(str(error)) from None
+    lines = [line.rstrip("\r") for line in text.split("\n")]
     if lines and lines[-1] == "":
         lines.pop()
     return lines

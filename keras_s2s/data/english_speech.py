@@ -69,7 +69,7 @@ from keras_s2s.data.festival import festival_voices as festival_voices_here
 from keras_s2s.data.flite import flite_voices as flite_voices_here
 from keras_s2s.data.flite import synthesize_flite
 from keras_s2s.data.manifest import write_manifest
-from keras_s2s.files import atomic_write
+from keras_s2s.files import atomic_write, read_text
 
 log = logging.getLogger("keras_s2s")
 SPLITS = ("test", "valid", "train")
@@ -312,7 +312,7 @@ class EnglishSpeech:
         settings = self.settings()
         record = folder / "corpus.json"
         if record.is_file():
-            kept = json.loads(record.read_text(encoding="utf-8"))
+            kept = _read_record(record)
             changed = sorted(key for key in settings if kept.get(key) != settings[key])
             if changed:
                 raise CorpusError(
@@ -324,6 +324,20 @@ class EnglishSpeech:
             raise CorpusError(f"{folder}: not empty and not a speech corpus; choose another folder")
         (folder / "shards").mkdir(parents=True, exist_ok=True)
         atomic_write(record, lambda path: path.write_text(json.dumps(settings, indent=1)))
+
+
+def _read_record(record: Path) -> dict:
+    try:
+        kept = json.loads(read_text(record))
+        problem = "" if isinstance(kept, dict) else "not a JSON object"
+    except ValueError as error:  # not UTF-8, or not JSON
+        problem = str(error).removeprefix(f"{record}, ")[:120]
+    if problem:
+        raise CorpusError(
+            f"{record}: damaged ({problem}); it holds the settings the corpus in {record.parent} was "
+            "built with: restore it, or delete the folder to start over"
+        )
+    return kept
 
 
 BY_COMMAND = ("mb-", "flite-", "festival-")  # voice prefixes of the synthesizers run as commands
