@@ -251,7 +251,8 @@ def _parser() -> argparse.ArgumentParser:
     lm.add_argument("--text", nargs="+", required=True,
                     help="manifests (.csv/.tsv: their transcripts) or text files, one sentence a line")  # fmt: skip
     lm.add_argument("--out", required=True, help="the ARPA file to write")
-    lm.add_argument("--order", type=COUNT, default=3)
+    lm.add_argument("--order", type=_count(2), default=3,
+                    help="n-gram order, 2 or more (KenLM reads bigram models and up); default 3")  # fmt: skip
     lm.add_argument("--prune", type=_count(1), nargs="*", default=[],
                     help="from order 2 up: keep n-grams counted at least this often, e.g. 1 2")  # fmt: skip
 

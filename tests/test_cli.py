@@ -78,6 +78,7 @@ def test_bad_input_gives_a_clear_error_and_exit_code_2(capsys, tmp_path):
         ["synthesize", "--model", "m", "hi", "-o", "x.wav", "--batch-size", "0"],
         ["synthesize", "--model", "m", "hi", "-o", "x.wav", "--max-decoder-steps", "-5"],
         ["export", "--model", "m", "--out", "o", "--beam-width", "0"],
+        ["lm", "--text", "t.txt", "--out", "lm.arpa", "--order", "1"],  # KenLM reads bigrams and up
     ],
 )
 def test_a_count_that_makes_no_sense_is_refused_before_anything_runs(
