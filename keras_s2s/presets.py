@@ -40,12 +40,17 @@ from pathlib import Path
 import keras
 
 from keras_s2s.config import is_sha256
-from keras_s2s.files import staging_folder
+from keras_s2s.files import atomic_write, staging_folder
 from keras_s2s.home import home, zoo_dir
 
 log = logging.getLogger("keras_s2s")
 CONFIG, WEIGHTS, METADATA = "config.json", "model.weights.h5", "metadata.json"
 MAX_MEMBER_BYTES = 4 * 2**30  # no preset file is larger than 4 GiB
+MAX_TOTAL_BYTES = 16 * 2**30  # nor a whole preset larger than 16 GiB
+# unpacked size / archive size: weights hardly compress; a far higher ratio is a bomb
+MAX_RATIO = 100
+# in an unpacked archive: every file's sha256, written when it was unpacked
+UNPACKED_MARK = ".complete"
 PACKAGE_PRESETS = zoo_dir() / "presets"  # `package:NAME` URLs
 
 
@@ -279,6 +284,17 @@ def _check_member(name: str, size: int, archive: Path) -> None:
         )
 
 
+def _check_total(total: int, archive: Path) -> None:
+    """Refuse an archive whose members add up to more than a preset can be (a decompression bomb)."""
+    limit = min(MAX_TOTAL_BYTES, MAX_RATIO * max(archive.stat().st_size, 2**20))
+    if total > limit:
+        raise PresetError(
+            f"{archive}: refusing to unpack {total / 2**20:,.0f} MiB from "
+            f"{archive.stat().st_size / 2**20:,.1f} MiB: over the {limit / 2**20:,.0f} MiB a preset "
+            f"of this archive's size can hold (at most {MAX_RATIO}x, and {MAX_TOTAL_BYTES >> 30} GiB)"
+        )
+
+
 def extract(archive: Path, destination: Path) -> Path:
     """Unpack a .tar(.gz) or .zip archive into `destination` (atomically), refusing unsafe members."""
     tmp = staging_folder(destination)
@@ -292,6 +308,7 @@ def extract(archive: Path, destination: Path) -> Path:
                         raise PresetError(
                             f"{archive}: refusing member {info.filename!r}: links are not allowed"
                         )
+                _check_total(sum(info.file_size for info in zf.infolist()), archive)
                 zf.extractall(tmp)
         else:
             try:
@@ -311,6 +328,7 @@ def extract(archive: Path, destination: Path) -> Path:
                             f"{archive}: refusing member {member.name!r}: only plain files and "
                             "folders are allowed (no links or devices)"
                         )
+                    _check_total(sum(m.size for m in members), archive)
                 tf_archive.extractall(tmp, members=members, filter="data")
         if destination.exists():
             shutil.rmtree(destination)
@@ -352,12 +370,11 @@ def _use_preset(source: str, sha256: str | None, use):
         if path.is_dir():
             return use(path)
         source = path.resolve().as_uri()
-    archive = download(source, sha256)
+    archive = download(source, sha256)  # verified again each time when its sha256 is known
     unpacked = home() / "presets" / "unpacked" / ((sha256 or sha256_of(archive))[:16])
     try:
-        if not (unpacked / ".complete").exists():
-            extract(archive, unpacked)
-            (unpacked / ".complete").touch()
+        if not _intact(unpacked):
+            _unpack(archive, unpacked)
         return use(_preset_root(unpacked))
     except PresetError as error:
         if urllib.parse.urlparse(source).scheme not in ("http", "https"):
@@ -368,6 +385,38 @@ def _use_preset(source: str, sha256: str | None, use):
             f"{error}; the cached download {archive} was removed, so the next run downloads "
             f"{source} afresh"
         ) from None
+
+
+def _intact(unpacked: Path) -> bool:
+    """Whether an unpacked archive still holds every file it was unpacked with, byte for byte; a copy
+    that does not (a file removed, truncated or changed since) is unpacked again, with a warning."""
+    mark = unpacked / UNPACKED_MARK
+    if not mark.exists() or mark.stat().st_size == 0:  # (empty: an older version's mark)
+        return False
+    try:
+        digests = json.loads(mark.read_text())
+        changed = [
+            name
+            for name, digest in digests.items()
+            if not (unpacked / name).is_file() or sha256_of(unpacked / name) != digest
+        ]
+    except (OSError, ValueError, AttributeError, TypeError):
+        changed = [UNPACKED_MARK]
+    if changed:
+        log.warning(
+            "%s: damaged since it was unpacked (%s); unpacking it again", unpacked, changed[0]
+        )
+    return not changed
+
+
+def _unpack(archive: Path, unpacked: Path) -> None:
+    extract(archive, unpacked)
+    digests = {
+        str(path.relative_to(unpacked)): sha256_of(path)
+        for path in unpacked.rglob("*")
+        if path.is_file()
+    }
+    atomic_write(unpacked / UNPACKED_MARK, lambda path: path.write_text(json.dumps(digests)))
 
 
 def pack_preset(directory: str | Path, archive: str | Path) -> str:

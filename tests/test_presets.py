@@ -273,15 +273,15 @@ def test_a_truncated_download_is_removed_from_the_cache_so_a_rerun_recovers(pres
     assert not list((home / "presets" / "downloads").iterdir())
     (root / "p.tar.gz").write_bytes(whole)
     assert load_preset(f"{url}/p.tar.gz").count_params() == preset[0].count_params()
-    broken = home / "presets" / "unpacked"
-    for weights in broken.rglob("model.weights.h5"):  # a cached preset whose weights no longer load
-        weights.write_bytes(b"not hdf5")
+    bad = root.parent / "bad" / folder.name  # an archive whose weights do not load
+    shutil.copytree(folder, bad)
+    (bad / "model.weights.h5").write_bytes(b"not hdf5")
+    pack(bad, root / "bad.tar.gz")
     with pytest.raises(
         PresetError, match="weights do not load.* the cached download .* was removed"
     ):
-        load_preset(f"{url}/p.tar.gz")
-    assert not list(broken.iterdir()) and not list((home / "presets" / "downloads").iterdir())
-    assert load_preset(f"{url}/p.tar.gz").count_params() == preset[0].count_params()
+        load_preset(f"{url}/bad.tar.gz")
+    assert len(list((home / "presets" / "downloads").iterdir())) == 1, "only the good one stays"
 
 
 def test_an_unknown_preset_name_lists_the_cards_presets():
@@ -340,6 +340,51 @@ def test_truncated_and_malicious_archives_are_refused(tmp_path, home):
     with pytest.raises(PresetError, match="leaves the extraction folder"):
         extract(zipped, tmp_path / "out6")
     assert not (tmp_path.parent / "evil.txt").exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_an_archive_that_unpacks_far_beyond_its_size_is_refused_before_writing(tmp_path):
+    """0.6 MB of gzip unpacked to 300 MiB: each member under the per-file limit, no total cap."""
+    bomb = tmp_path / "bomb.tar.gz"
+    zeros = bytes(2**20)
+    with tarfile.open(bomb, "w:gz") as tar:
+        for index in range(300):  # 300 x 1 MiB of zeros: ~0.3 MB compressed
+            info = tarfile.TarInfo(f"p/part-{index:03d}.bin")
+            info.size = len(zeros)
+            tar.addfile(info, io.BytesIO(zeros))
+    assert bomb.stat().st_size < 2**20
+    with pytest.raises(
+        PresetError, match=r"refusing to unpack 101 MiB from 0.\d MiB: over the 100 MiB"
+    ):
+        extract(bomb, tmp_path / "out")
+    assert not (tmp_path / "out").exists() and not list(tmp_path.glob(".tmp-*"))
+
+
+def test_a_damaged_unpacked_preset_is_unpacked_again_from_its_verified_archive(
+    preset, server, home, caplog
+):
+    """A preset's unpacked copy damaged after it was unpacked failed on every later load."""
+    _, folder = preset
+    root, url = server
+    sha = pack(folder, root / "p.tar.gz")
+    first = fetch_preset(f"{url}/p.tar.gz", sha)
+    weights = first / "model.weights.h5"
+    good = weights.read_bytes()
+    weights.write_bytes(good[: len(good) // 2])  # truncated: a size the mark does not know
+    with caplog.at_level("WARNING", logger="keras_s2s"):
+        load_preset(f"{url}/p.tar.gz", sha)
+    assert "damaged since it was unpacked (gnmt_tiny/model.weights.h5)" in caplog.text
+    assert weights.read_bytes() == good
+    flipped = bytearray(good)  # same size, other bytes: weights that would load, wrong
+    flipped[len(good) // 3 : len(good) // 3 + 4096] = bytes(4096)
+    weights.write_bytes(bytes(flipped))
+    (first / "metadata.json").unlink()
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="keras_s2s"):
+        load_preset(f"{url}/p.tar.gz", sha)
+    assert "damaged since it was unpacked" in caplog.text and weights.read_bytes() == good
+    assert (first / "metadata.json").is_file()
+    requests = [path for path, _ in RangeHandler.requests]
+    assert requests == ["/p.tar.gz"], "downloaded once: the cached archive is unpacked again"
 
 
 def test_bad_sources_are_named():
