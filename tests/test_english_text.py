@@ -29,10 +29,18 @@ def test_sentences_split_at_their_ends_but_not_after_abbreviations():
 @pytest.mark.parametrize(
     "sentence",
     ["Run it.", "Use the GTK toolkit here now.", "It plays mp3 files well today.",
-     "Edit /etc/hosts as root now.", "See org.gnome.Shell for the details.", "It uses OpenGL for speed."],
+     "Edit /etc/hosts as root now.", "See org.gnome.Shell for the details.", "It uses OpenGL for speed.",
+     # another language's letters: its transcript lost them (Straße -> strae, smørrebrød -> smrrebrd)
+     "Der Hund läuft über die Straße.", "Die Größe ist zu groß hier.", "Søren ate smørrebrød today."],
 )  # fmt: skip
 def test_what_no_listener_could_spell_is_dropped(sentence):
     assert speakable(sentence) is None
+
+
+def test_english_words_with_accents_are_kept_without_them():
+    assert speakable("Zoë served a naïve crème brûlée at the café.")[1] == (
+        "zoe served a naive creme brulee at the cafe"
+    )
 
 
 def test_numbers_are_spelled_and_the_transcript_is_letters_only():

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
@@ -42,6 +43,23 @@ _UNSPEAKABLE = re.compile(
     r"|\b[A-Za-z]+\d|\b\d+[A-Za-z]"  # mp3, x86, 64bit (not "3rd", spelled below)
 )
 _ORDINAL = re.compile(r"\b\d+(st|nd|rd|th)\b")
+# letters of another language: umlauts on a, o, u (English writes a diaeresis on e and i only: naive,
+# Zoe), and letters that are no accented a-z (German sharp s, Danish o-slash, ae, Cyrillic, Greek...)
+_UMLAUTS = set("äöüÄÖÜ")
+
+
+def _foreign(sentence: str) -> bool:
+    """Whether a sentence has letters no English speller writes: it is not English, and its
+    transcript would lose them (Straße -> strae)."""
+    return any(
+        char in _UMLAUTS or (not char.isascii() and char.isalpha() and not _is_accented_latin(char))
+        for char in sentence
+    )
+
+
+def _is_accented_latin(char: str) -> bool:
+    base = unicodedata.normalize("NFKD", char)[0]
+    return base.isascii() and base.isalpha()
 
 
 def check_source(path: str | Path) -> Path:
@@ -160,6 +178,8 @@ def speakable(sentence: str) -> tuple[str, str] | None:
     What to say keeps the punctuation that shapes prosody; the transcript is
     lower-case letters, apostrophes and single spaces."""
     if _UNSPEAKABLE.search(_ORDINAL.sub("", sentence)) or not sentence[:1].isalpha():
+        return None
+    if _foreign(sentence):
         return None
     said = normalize_text(sentence.replace("-", " "))
     transcript = normalize_transcript(re.sub(r"[^a-z' ]", " ", said))
