@@ -39,6 +39,8 @@ def test_backups_commit_atomically_and_restore_weights_optimizer_and_epoch(tmp_p
         "weights": "epoch-0002.weights.h5",
         "history": {},
         "train_seconds": 0.0,
+        "batches": 0,  # (counted by fit's batch callbacks, which this test does not call)
+        "random_state": [],  # (no dropout)
     }
     # a crash while writing the next backup: a half-written file, the pointer not yet moved
     (tmp_path / "backup" / ".tmp-epoch-0003.weights.h5").write_bytes(b"\x89HDF half")
@@ -65,42 +67,55 @@ def test_backups_commit_atomically_and_restore_weights_optimizer_and_epoch(tmp_p
 
 @contextlib.contextmanager
 def before_every_write(hook):
-    """Within: every keras_s2s `atomic_write` (the run's file writes) calls `hook(path)` first."""
-    from keras_s2s import files
+    """Within: every keras_s2s `atomic_write` (the run's file writes) and preset written calls
+    `hook(path)` first."""
+    from keras_s2s import files, presets
 
-    real = files.atomic_write
-    users = [module for name, module in sys.modules.items()
-             if name.startswith("keras_s2s") and getattr(module, "atomic_write", None) is real]  # fmt: skip
+    patched = []
+    # (the function, the index of the path it writes among its arguments)
+    for real, where in ((files.atomic_write, 0), (presets.save_to_preset, 1)):
 
-    def watched(path, write):
-        hook(Path(path))
-        return real(path, write)
+        def watched(*args, real=real, where=where, **kwargs):
+            hook(Path(args[where]))
+            return real(*args, **kwargs)
 
-    for module in users:
-        module.atomic_write = watched
+        for module in [m for n, m in sys.modules.items() if n.startswith("keras_s2s")]:
+            for name, value in vars(module).items():
+                if value is real:
+                    patched.append((module, name, real))
+        for module, name, _ in patched:
+            if getattr(module, name) is real:
+                setattr(module, name, watched)
     try:
         yield
     finally:
-        for module in users:
-            module.atomic_write = real
+        for module, name, real in patched:
+            setattr(module, name, real)
 
 
 def test_a_kill_at_any_write_of_the_last_epoch_or_the_finish_loses_no_training(tmp_path, capsys):
     """Crash consistency: the disk a SIGKILL leaves just before each file write of a run's last
     epoch and its finishing steps (copied at that moment, with the write's half-written temporary
-    file); the same command finishes each one with the planned steps, and from the last backup on
-    (where nothing is left to train) with the uninterrupted run's weights."""
+    file); the same command finishes each one with the planned steps and the uninterrupted run's
+    weights (a resumed run skips the batches it had seen and restores the dropout seeds)."""
     import keras_s2s.training.runner  # noqa: F401  (imports every module that writes a run's files)
 
     out = tmp_path / "run"
     snapshots = []
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])  # the PID of a process that has ended
+    gone.wait()
 
     def snapshot(path):
         if snapshots or path.name == "epoch-003.weights.h5":  # the last epoch's first write
             killed = tmp_path / f"killed-{len(snapshots):02d}-{path.name}" / "run"
             shutil.copytree(out, killed)
             half = killed / path.relative_to(out)
-            half.with_name(f".tmp-{half.name}").write_bytes(b"half a file")
+            if path.name == "preset":  # a folder, written in .tmp-preset-PID and renamed
+                half = half.with_name(f".tmp-preset-{gone.pid}") / "model.weights.h5"
+                half.parent.mkdir()
+                half.write_bytes(b"half a file")
+            else:
+                half.with_name(f".tmp-{half.name}").write_bytes(b"half a file")
             snapshots.append((path.relative_to(out), killed))
 
     command = ["train", "gnmt", "--data", "demo", "--epochs", "3", *TINY]
@@ -109,12 +124,13 @@ def test_a_kill_at_any_write_of_the_last_epoch_or_the_finish_loses_no_training(t
     expected = keras.saving.load_model(out / "model.keras").get_weights()
     written = [str(path) for path, _ in snapshots]
     assert written[:2] == ["checkpoints/epoch-003.weights.h5", "checkpoints/best.json"]
-    assert written[-5:] == [
+    assert written[-6:] == [
         "history.json",
         "fit.json",
         "model.keras",
         "hypotheses.txt",
         "eval.json",
+        "preset",
     ]
     committed = written.index("backup/latest.json")  # the last epoch's backup commits here
     capsys.readouterr()
@@ -128,10 +144,10 @@ def test_a_kill_at_any_write_of_the_last_epoch_or_the_finish_loses_no_training(t
         assert fit["training_steps"] == 6, path
         assert len(json.loads((killed / "history.json").read_text())["loss"]) == 3, path
         assert (killed / "preset").is_dir() and not (killed / "backup").exists(), path
-        if i > committed:
-            weights = keras.saving.load_model(killed / "model.keras").get_weights()
-            for one, two in zip(weights, expected):
-                np.testing.assert_array_equal(one, two, err_msg=str(path))
+        assert not list(killed.rglob(".tmp-*")), f"killed at {path}: a half-written file stays"
+        weights = keras.saving.load_model(killed / "model.keras").get_weights()
+        for one, two in zip(weights, expected):
+            np.testing.assert_array_equal(one, two, err_msg=str(path))
 
 
 TINY = TINY_GNMT + flags(steps_per_epoch=2)

@@ -92,6 +92,7 @@ class BucketedBatches(keras.utils.PyDataset):
                 f"batch_size that is a multiple of {self.split_over}"
             )
         self.epoch = 0  # passes finished by `on_epoch_end` (one-pass datasets)
+        self.start = 0  # batches skipped (`skip`): batch 0 is the stream's batch `start`
         self._plans: dict[int, list] = {}
         self._lock = threading.Lock()
         self.batches = self.plan(0)
@@ -156,13 +157,19 @@ class BucketedBatches(keras.utils.PyDataset):
     def __getitem__(self, index: int):
         if not self.repeat and not 0 <= index < len(self.batches):
             raise IndexError(f"batch {index} of a {len(self.batches)}-batch pass")
-        passes, position = divmod(int(index), len(self.batches))
+        passes, position = divmod(int(index) + self.start, len(self.batches))
         passes += self.epoch
         bucket, items = self.plan(passes)[position]
         items = items[self.shard :: self.shards]  # this process's rows (all of them on one process)
         return self.make_batch(
             bucket, items, np.random.default_rng([self.seed, passes, position, 1])
         )
+
+    def skip(self, count: int) -> BucketedBatches:
+        """From batch `count` of the stream on, as `tf.data.Dataset.skip`: a resumed run goes on
+        with the batches the interrupted one would have seen next. Returns this dataset."""
+        self.start += int(count)
+        return self
 
     def on_epoch_end(self):
         if not self.repeat:

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import keras
+import numpy as np
 
 from keras_s2s.backend import outside_distribution
 from keras_s2s.files import atomic_write, ensure_free_space, weights_file_bytes
@@ -50,6 +51,13 @@ class AtomicCheckpoint(keras.callbacks.Callback):
         )
 
 
+def random_state(model) -> list:
+    """The variables of `model` that are not weights: the states of its layers' random seed
+    generators (dropout), which `save_weights` leaves out."""
+    weights = {id(variable) for variable in model.weights}
+    return [variable for variable in model.variables if id(variable) not in weights]
+
+
 class AtomicBackupAndRestore(keras.callbacks.Callback):
     """Back up weights, optimizer state and the epoch count after every epoch; restore them at the start.
 
@@ -58,7 +66,9 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
     name, then renamed), then `latest.json` is replaced to point at it, then
     older backups are removed. A crash at any moment leaves `latest.json`
     naming a complete file whose epoch count matches its weights, so a resumed
-    run neither repeats nor skips a step. When `fit` ends the backup is marked
+    run neither repeats nor skips a step. `latest.json` also holds the batches
+    seen (the runner skips them on resume) and the dropout seeds' states: a
+    resumed run ends with the weights of an uninterrupted one. When `fit` ends the backup is marked
     "training over", and the runner removes it (`discard`) only once the run's
     final files are written: a run killed between the two resumes into no
     more epochs and writes them. Unlike Keras's callback it restores before `fit`
@@ -73,6 +83,8 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
             write  # False on multi-worker non-chiefs: they restore from the chief's backup only
         )
         self.history = {}  # every epoch's logs, the epochs before a resume included
+        self.batches_seen = 0  # training batches of the finished epochs, before a resume included
+        self._epoch_batches = 0
         self.clock, self.seconds_before, self._start = clock, 0.0, None
 
     def seconds_spent(self) -> float:
@@ -90,6 +102,7 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
             >>> model.fit(data, epochs=5, initial_epoch=backup.restore(model), callbacks=[backup])
         """
         self.history, self.seconds_before, self.training_over = {}, 0.0, False
+        self.batches_seen = 0
         pointer = self.backup_dir / "latest.json"
         if not pointer.is_file():
             return 0
@@ -112,13 +125,26 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
         self.history = latest.get("history", {})
         self.seconds_before = float(latest.get("train_seconds", 0.0))
         self.training_over = bool(latest.get("training_over"))
+        self.batches_seen = int(latest.get("batches", 0))  # (0: a backup of an older version)
+        states = latest.get("random_state", [])
+        variables = random_state(model)
+        if len(states) == len(variables):  # (none kept by an older version)
+            for variable, state in zip(variables, states):
+                variable.assign(np.asarray(state, dtype=variable.dtype))
         log.info("resuming from the backup after epoch %d (%s)", epoch, self.backup_dir)
         return epoch
 
     def on_train_begin(self, logs=None):
         self._start = self.clock()
 
+    def on_epoch_begin(self, epoch, logs=None):
+        self._epoch_batches = 0
+
+    def on_train_batch_end(self, batch, logs=None):
+        self._epoch_batches = batch + 1  # `batch`: the last step of the call (steps_per_execution)
+
     def on_epoch_end(self, epoch, logs=None):
+        self.batches_seen += self._epoch_batches
         for key, value in (logs or {}).items():
             self.history.setdefault(key, []).append(float(value))
         if not self.write:
@@ -136,6 +162,11 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
                         "weights": name,
                         "history": self.history,
                         "train_seconds": round(self.seconds_spent(), 3),
+                        "batches": self.batches_seen,
+                        "random_state": [
+                            np.asarray(keras.ops.convert_to_numpy(v.value)).tolist()
+                            for v in random_state(self.model)
+                        ],
                     }
                 )
             ),

@@ -5,8 +5,8 @@ A run directory holds::
     card.yaml            the resolved card (with overrides)
     tokenizer.model      the SentencePiece model (tokenizer.vocab for pretokenized corpora;
                          tokenizer.source.* and tokenizer.target.* for separate vocabularies)
-    backup/              weights, optimizer state and epoch after the last finished epoch, while
-                         training (AtomicBackupAndRestore: resume after a crash)
+    backup/              weights, optimizer state, epoch and batches seen after the last finished
+                         epoch, while training (AtomicBackupAndRestore: resume after a crash)
     checkpoints/         weights after every epoch
     logs/                TensorBoard
     history.json         the loss and metrics per epoch;  fit.json  training time, cores busy, steps
@@ -334,6 +334,16 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         if initial_epoch == 0 and card.training.get("init_from"):
             zoo.load_initial_weights(model_obj, card, card.training["init_from"])
             print(f"starting from the weights of {card.training['init_from']}")
+    # a resumed run goes on with the batches the interrupted one would have seen next (tf.data's skip,
+    # or BucketedBatches.skip): it ends with the weights an uninterrupted run ends with
+    train_data = task.train
+    if backup.batches_seen and not backup.training_over:
+        log.info(
+            "the input goes on where the interrupted run stopped: its %d batches are skipped (on "
+            "TensorFlow by reading them: about 5 ms a translation batch, 30 ms a speech batch here)",
+            backup.batches_seen,
+        )
+        train_data = task.train.skip(backup.batches_seen)
     validation = {}
     if task.valid is not None and is_tensorflow():
         # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
@@ -345,7 +355,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     # on JAX, keras.distribution splits the batches among the devices inside the scope only
     with contextlib.nullcontext() if is_tensorflow() else strategy.scope():
         model_obj.fit(
-            task.train,
+            train_data,
             **validation,
             epochs=epochs,
             initial_epoch=initial_epoch,
