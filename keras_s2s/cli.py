@@ -12,6 +12,7 @@ keras-s2s synthesize --model runs/tacotron2_demo "The 2 red dogs see a cat." -o 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import errno
 import importlib
 import logging
@@ -19,6 +20,7 @@ import math
 import os
 import sys
 import time
+from typing import Callable
 
 from keras_s2s.config import (
     PRECISIONS,
@@ -87,24 +89,23 @@ def _add_lm_flags(parser) -> None:
                         help="word insertion bonus (with --lm; default 1.0, or the preset's)")  # fmt: skip
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="keras-s2s", description="Fast sequence-to-sequence models for Keras 3."
-    )
-    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and results")
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help="also TensorFlow's own start-up and log lines (hidden unless TF_CPP_MIN_LOG_LEVEL is set)",
-    )
-    commands = parser.add_subparsers(dest="command", required=True)
+def _add_decoding_flags(parser, beam_width: int = 1, coverage: bool = True) -> None:
+    """--beam-width, --length-penalty (and --coverage-penalty): how a model decodes (a recognizer:
+    --beam-width alone, its CTC beam)."""
+    parser.add_argument("--beam-width", type=COUNT, default=beam_width,
+                        help=f"hypotheses kept by the beam search (1 = greedy; default {beam_width})")  # fmt: skip
+    parser.add_argument("--length-penalty", type=_finite, default=0.6,
+                        help="GNMT alpha for beam search (default 0.6)")  # fmt: skip
+    if coverage:
+        parser.add_argument("--coverage-penalty", type=_finite, default=0.0,
+                            help="GNMT beta for beam search (0 = off)")  # fmt: skip
 
-    commands.add_parser("list", help="list the zoo's models")
 
-    train = commands.add_parser(
-        "train", help="train a zoo model (or a card .yaml) and report held-out results"
-    )
+def _no_arguments(parser) -> None:
+    pass
+
+
+def _train_arguments(train) -> None:
     train.add_argument("model", help="zoo model name or path to a card .yaml")
     train.add_argument(
         "--data",
@@ -149,11 +150,8 @@ def _parser() -> argparse.ArgumentParser:
         help="override a card setting, e.g. --set units=256 --set training.learning_rate=0.002",
     )
 
-    evaluate = commands.add_parser(
-        "evaluate",
-        help="BLEU/chrF (translation), WER/CER (speech) or alignment and "
-        "mel distances (synthesis) on held-out data",
-    )
+
+def _evaluate_arguments(evaluate) -> None:
     evaluate.add_argument(
         "--model",
         required=True,
@@ -167,29 +165,16 @@ def _parser() -> argparse.ArgumentParser:
     evaluate.add_argument(
         "--data", nargs="+", help="evaluate on the test split of this data instead"
     )
-    evaluate.add_argument(
-        "--beam-width", type=COUNT, default=1, help="1 = greedy (default); CTC beam for speech"
-    )
-    evaluate.add_argument(
-        "--length-penalty", type=_finite, default=0.6, help="GNMT alpha for beam search"
-    )
-    evaluate.add_argument(
-        "--coverage-penalty", type=_finite, default=0.0, help="GNMT beta for beam search (0 = off)"
-    )
+    _add_decoding_flags(evaluate)
     _add_lm_flags(evaluate)
 
-    translate = commands.add_parser("translate", help="translate lines from a file or stdin")
+
+def _translate_arguments(translate) -> None:
     translate.add_argument("--model", required=True, help="run directory written by `train`")
     translate.add_argument("--input", help="input file (default: stdin)")
     translate.add_argument("--output", help="output file (default: stdout)")
     translate.add_argument("--batch-size", type=COUNT, default=64)
-    translate.add_argument("--beam-width", type=COUNT, default=1, help="1 = greedy (default)")
-    translate.add_argument(
-        "--length-penalty", type=_finite, default=0.6, help="GNMT alpha for beam search"
-    )
-    translate.add_argument(
-        "--coverage-penalty", type=_finite, default=0.0, help="GNMT beta for beam search (0 = off)"
-    )
+    _add_decoding_flags(translate)
     translate.add_argument(
         "--engine",
         choices=("native", "ctranslate2"),
@@ -205,7 +190,8 @@ def _parser() -> argparse.ArgumentParser:
         "(default: as stored)",
     )
 
-    transcribe = commands.add_parser("transcribe", help="print the text spoken in audio files")
+
+def _transcribe_arguments(transcribe) -> None:
     transcribe.add_argument(
         "--model",
         required=True,
@@ -222,10 +208,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _add_lm_flags(transcribe)
 
-    corpus = commands.add_parser(
-        "speech-corpus",
-        help="synthesize an open-vocabulary English speech corpus with eSpeak NG (resumable)",
-    )
+
+def _speech_corpus_arguments(corpus) -> None:
     corpus.add_argument("--text", nargs="+", required=True,
                         help="text files: plain text, Debian Translation-en, diatheke Bible verses")  # fmt: skip
     corpus.add_argument("--out", required=True, help="the corpus folder (run again to resume)")
@@ -247,7 +231,8 @@ def _parser() -> argparse.ArgumentParser:
     corpus.add_argument("--festival-share", type=_finite, default=0.0,
                         help="share of training sentences spoken by Festival (default 0)")  # fmt: skip
 
-    lm = commands.add_parser("lm", help="estimate a word n-gram LM (ARPA) from transcripts or text")
+
+def _lm_arguments(lm) -> None:
     lm.add_argument("--text", nargs="+", required=True,
                     help="manifests (.csv/.tsv: their transcripts) or text files, one sentence a line")  # fmt: skip
     lm.add_argument("--out", required=True, help="the ARPA file to write")
@@ -256,9 +241,8 @@ def _parser() -> argparse.ArgumentParser:
     lm.add_argument("--prune", type=_count(1), nargs="*", default=[],
                     help="from order 2 up: keep n-grams counted at least this often, e.g. 1 2")  # fmt: skip
 
-    synthesize = commands.add_parser(
-        "synthesize", help="speak text with a trained synthesizer into WAV files"
-    )
+
+def _synthesize_arguments(synthesize) -> None:
     synthesize.add_argument("--model", required=True, help="run directory of a speech synthesizer")
     synthesize.add_argument("text", nargs="*", help="text to say (or --input)")
     synthesize.add_argument("--input", help="a text file: one utterance per non-empty line")
@@ -279,7 +263,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     synthesize.add_argument("--batch-size", type=COUNT, default=8)
 
-    export = commands.add_parser("export", help="export a trained model for serving")
+
+def _export_arguments(export) -> None:
     export.add_argument("--model", required=True, help="run directory written by `train`")
     export.add_argument(
         "--format",
@@ -291,19 +276,15 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument(
         "--out", required=True, help="output path (a folder for saved_model, a .keras file)"
     )
-    export.add_argument(
-        "--beam-width", type=COUNT, default=4, help="decoding inside the SavedModel (1 = greedy)"
-    )
-    export.add_argument(
-        "--length-penalty", type=_finite, default=0.6, help="GNMT alpha for beam search"
-    )
+    _add_decoding_flags(export, beam_width=4, coverage=False)  # decoding inside the SavedModel
     export.add_argument(
         "--quantization",
         choices=("int8", "int8_float32", "int8_float16", "int16", "float16", "bfloat16"),
         help="ctranslate2: the stored weight type (default float32)",
     )
 
-    average = commands.add_parser("average", help="average the last N epoch checkpoints of a run")
+
+def _average_arguments(average) -> None:
     average.add_argument("--model", required=True, help="run directory written by `train`")
     picked = average.add_mutually_exclusive_group()
     picked.add_argument(
@@ -313,6 +294,22 @@ def _parser() -> argparse.ArgumentParser:
         "--best", type=COUNT, help="the N checkpoints with the best validation score instead"
     )
     average.add_argument("--out", required=True, help="new run directory for the averaged model")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="keras-s2s", description="Fast sequence-to-sequence models for Keras 3."
+    )
+    parser.add_argument("-q", "--quiet", action="store_true", help="only warnings and results")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help="also TensorFlow's own start-up and log lines (hidden unless TF_CPP_MIN_LOG_LEVEL is set)",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    for command in COMMANDS:
+        command.add_arguments(commands.add_parser(command.name, help=command.help))
     return parser
 
 
@@ -663,61 +660,90 @@ def _list_models() -> None:
         print(f"{name:16s} {raw.get('description', '')}")
 
 
+def _train(args) -> None:
+    from keras_s2s.training.runner import train
+
+    if args.workers is not None or args.task_index is not None:
+        _set_tf_config(args)
+    train(
+        args.model,
+        data=",".join(args.data) if args.data else None,
+        out=args.out,
+        epochs=args.epochs,
+        steps=args.steps,
+        overrides=_overrides(args),
+        devices=args.devices.split(",") if args.devices else None,
+    )
+
+
+def _evaluate(args) -> None:
+    from keras_s2s.training.runner import evaluate_run
+
+    lm, alpha, beta = _lm_settings(args)
+    evaluate_run(
+        args.model,
+        data=",".join(args.data) if args.data else None,
+        beam_width=args.beam_width,
+        length_penalty=args.length_penalty,
+        coverage_penalty=args.coverage_penalty,
+        lm=lm,
+        alpha=alpha,
+        beta=beta,
+        out=args.out,
+    )
+
+
+def _average(args) -> None:
+    from keras_s2s.training.runner import average_checkpoints
+
+    average_checkpoints(args.model, args.out, last=args.last, best=args.best)
+
+
+@dataclasses.dataclass(frozen=True)
+class Command:
+    """A `keras-s2s` command: `add_arguments(parser)` declares its arguments, `run(args)` runs it
+    (an exit code, or None for 0). A new command is one more row of `COMMANDS`."""
+
+    name: str
+    help: str
+    add_arguments: Callable[[argparse.ArgumentParser], None]
+    run: Callable[[argparse.Namespace], int | None]
+    needs_tensorflow: bool = True  # TensorFlow's start-up lines are hidden before it runs
+
+
+COMMANDS = (
+    Command("list", "list the zoo's models", _no_arguments, lambda args: _list_models(), False),
+    Command("train", "train a zoo model (or a card .yaml) and report held-out results",
+            _train_arguments, _train),
+    Command("evaluate", "BLEU/chrF (translation), WER/CER (speech) or alignment and mel distances "
+            "(synthesis) on held-out data", _evaluate_arguments, _evaluate),
+    Command("translate", "translate lines from a file or stdin", _translate_arguments, _translate),
+    Command("transcribe", "print the text spoken in audio files", _transcribe_arguments,
+            _transcribe),
+    Command("speech-corpus", "synthesize an open-vocabulary English speech corpus with eSpeak NG "
+            "(resumable)", _speech_corpus_arguments, _speech_corpus),
+    Command("lm", "estimate a word n-gram LM (ARPA) from transcripts or text", _lm_arguments,
+            _estimate_lm),
+    Command("synthesize", "speak text with a trained synthesizer into WAV files",
+            _synthesize_arguments, _synthesize),
+    Command("export", "export a trained model for serving", _export_arguments, _export),
+    Command("average", "average the last N epoch checkpoints of a run", _average_arguments,
+            _average),
+)  # fmt: skip
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
+    command = next(command for command in COMMANDS if command.name == args.command)
     try:
-        if args.command == "list":
-            return _list_models() or 0
-        if not args.verbose and "TF_CPP_MIN_LOG_LEVEL" not in os.environ:
+        if (
+            command.needs_tensorflow
+            and not args.verbose
+            and "TF_CPP_MIN_LOG_LEVEL" not in os.environ
+        ):
             _import_tensorflow_quietly()
-        if args.command == "train":
-            from keras_s2s.training.runner import train
-
-            if args.workers is not None or args.task_index is not None:
-                _set_tf_config(args)
-            devices = args.devices.split(",") if args.devices else None
-            data = ",".join(args.data) if args.data else None
-            train(
-                args.model,
-                data=data,
-                out=args.out,
-                epochs=args.epochs,
-                steps=args.steps,
-                overrides=_overrides(args),
-                devices=devices,
-            )
-        elif args.command == "evaluate":
-            from keras_s2s.training.runner import evaluate_run
-
-            lm, alpha, beta = _lm_settings(args)
-            evaluate_run(
-                args.model,
-                data=",".join(args.data) if args.data else None,
-                beam_width=args.beam_width,
-                length_penalty=args.length_penalty,
-                coverage_penalty=args.coverage_penalty,
-                lm=lm,
-                alpha=alpha,
-                beta=beta,
-                out=args.out,
-            )
-        elif args.command == "lm":
-            _estimate_lm(args)
-        elif args.command == "speech-corpus":
-            _speech_corpus(args)
-        elif args.command == "export":
-            _export(args)
-        elif args.command == "transcribe":
-            return _transcribe(args)
-        elif args.command == "synthesize":
-            _synthesize(args)
-        elif args.command == "average":
-            from keras_s2s.training.runner import average_checkpoints
-
-            average_checkpoints(args.model, args.out, last=args.last, best=args.best)
-        else:
-            _translate(args)
+        return command.run(args) or 0
     except (CardError, FileNotFoundError, ValueError, MissingExtra) as exc:
         print(f"keras-s2s: error: {exc}", file=sys.stderr)
         return 2
@@ -731,7 +757,6 @@ def main(argv: list[str] | None = None) -> int:
         resume = "; run the same command again to resume" if args.command == "train" else ""
         print(f"keras-s2s: interrupted{resume}", file=sys.stderr)
         return 130
-    return 0
 
 
 if __name__ == "__main__":
