@@ -121,9 +121,8 @@ def check_run_dir(out: Path, card) -> None:
     fitted = settings_to_fit(card.data.get("source"), card.data.get("fit_to_corpus"))
     for card_keys in (saved, current):
         card_keys.pop("training.time_limit", None)  # a budget may be raised on resume
-        for (
-            key
-        ) in fitted:  # chosen from the corpus when the run began (the same corpus: the same choice)
+        # chosen from the corpus when the run began (the same corpus: the same choice)
+        for key in fitted:
             card_keys.pop(f"data.{key}", None)
     changed = [
         f"{key} ({saved.get(key)!r} -> {current.get(key)!r})"
