@@ -2,6 +2,7 @@
 and no resuming with other settings."""
 
 import contextlib
+import dataclasses
 import json
 import os
 import shutil
@@ -276,7 +277,9 @@ def test_ctrl_c_offers_to_resume_only_where_a_rerun_resumes(monkeypatch, capsys)
     def interrupted(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(cli, "_translate", interrupted)
+    commands = [dataclasses.replace(c, run=interrupted) if c.name == "translate" else c
+                for c in cli.COMMANDS]  # fmt: skip
+    monkeypatch.setattr(cli, "COMMANDS", commands)
     assert main(["translate", "--model", "m"]) == 130
     assert capsys.readouterr().err.strip() == "keras-s2s: interrupted"
     monkeypatch.setattr("keras_s2s.training.runner.train", interrupted)

@@ -264,103 +264,35 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     if chief:
         check_run_dir(out, card)
     task = tasks.for_card(card).prepare(card, write_dir, policy, strategy)
-    if (
-        out / "model.keras"
-    ).exists():  # trained, but evaluation or the preset did not follow: finish it
+    if (out / "model.keras").exists():  # trained, but evaluation or the preset did not follow
         return _finish(card, out, task, run_clock) if chief else {}
-    model_obj = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
-    check_step_memory(model_obj, task.longest_batch, card.name, strategy.num_replicas_in_sync)
+    model = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
+    check_step_memory(model, task.longest_batch, card.name, strategy.num_replicas_in_sync)
     task.commit()  # only now: a card that cannot build a model (or fit in memory) leaves nothing behind
-    steps_per_epoch = _steps_per_epoch(card, task.num_train)
-    time_limit = card.training.get("time_limit")
-    length = f"{epochs or card.training['epochs']} epoch(s) x {steps_per_epoch} steps"
-    if time_limit and not (epochs or steps):  # the budget alone bounds the run
-        epochs, length = (
-            UNTIL_TIME_EPOCHS,
-            f"until {time_limit} are spent, in epochs of {steps_per_epoch} steps",
-        )
-    elif time_limit:
-        length += f", or {time_limit}"
-    epochs = epochs or card.training["epochs"]
-    if steps:
-        epochs = max(1, math.ceil(steps / steps_per_epoch))
-        steps_per_epoch = math.ceil(steps / epochs)
-        length = f"{epochs} epoch(s) x {steps_per_epoch} steps" + (
-            f", or {time_limit}" if time_limit else ""
-        )
+    per_epoch = _steps_per_epoch(card, task.num_train)
+    epochs, steps_per_epoch, length = _run_length(card, per_epoch, epochs, steps)
     backup = AtomicBackupAndRestore(out / "backup", write=chief, clock=_train_clock)
-    callbacks = [
-        AtomicCheckpoint(write_dir / "checkpoints"),
-        backup,  # after the checkpoint: the backup commits the epoch
-        # after the backup: keeps the restored state
-        NonFiniteGuard(**card.training.get("nonfinite", {})),
-    ]
-    if tensorflow_available():
-        callbacks.append(keras.callbacks.TensorBoard(str(write_dir / "logs")))
-    else:
-        log.info(
-            "TensorBoard logs need TensorFlow, which is not installed here: the run's logs are "
-            "history.json and fit.json"
-        )
-    if time_limit:
-        callbacks.insert(2, TimeLimit(parse_duration(time_limit), backup.seconds_spent))
-    if card.training.get("schedule") == "deadline":
-        deadline = DeadlineLearningRate(
-            card.training["learning_rate"],
-            parse_duration(time_limit),
-            backup.seconds_spent,
-            card.training.get("warmup_steps", 0),
-            card.training.get("lr_floor", 0.0),
-        )
-        callbacks.insert(0, deadline)  # first: the rate it logs reaches the backup's history
     best = _best_checkpoint(card, task, write_dir / "checkpoints", chief)
-    if best is not None:
-        callbacks.insert(1, best)  # before the backup: an epoch's backup holds its score
-    if verbose is None:
-        verbose = 1 if sys.stdout.isatty() else 2
+    callbacks = _callbacks(card, write_dir, backup, best)
     print(
-        f"training {card.name} ({model_obj.count_params():,} parameters, {policy}, "
+        f"training {card.name} ({model.count_params():,} parameters, {policy}, "
         f"{describe_strategy(strategy)}): {length}"
     )
     fit_clock = _clock()
-    # 0, or the epochs an interrupted run had finished; in the strategy's scope, as fit builds the slots
-    scope = model_obj.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
-    with scope:
-        initial_epoch = backup.restore(model_obj)
-        if backup.training_over:  # killed after training, before the run's final files
-            print(f"training had ended after epoch {initial_epoch}; writing the run's final files")
-            epochs = initial_epoch
-        if initial_epoch == 0 and card.training.get("init_from"):
-            zoo.load_initial_weights(model_obj, card, card.training["init_from"])
-            print(f"starting from the weights of {card.training['init_from']}")
-    # a resumed run goes on with the batches the interrupted one would have seen next (tf.data's skip,
-    # or BucketedBatches.skip): it ends with the weights an uninterrupted run ends with
-    train_data = task.train
-    if backup.batches_seen and not backup.training_over:
-        log.info(
-            "the input goes on where the interrupted run stopped: its %d batches are skipped (on "
-            "TensorFlow by reading them: about 5 ms a translation batch, 30 ms a speech batch here)",
-            backup.batches_seen,
-        )
-        train_data = task.train.skip(backup.batches_seen)
-    validation = {}
-    if task.valid is not None and is_tensorflow():
-        # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must not run dry
-        validation = dict(
-            validation_data=task.valid.repeat(), validation_steps=sum(1 for _ in task.valid)
-        )
-    elif task.valid is not None:  # a PyDataset: one pass each epoch
-        validation = dict(validation_data=task.valid)
+    initial_epoch, train_data = _resume(model, card, task, strategy, backup)
+    if backup.training_over:  # killed after training, before the run's final files
+        print(f"training had ended after epoch {initial_epoch}; writing the run's final files")
+        epochs = initial_epoch
     # on JAX, keras.distribution splits the batches among the devices inside the scope only
     with contextlib.nullcontext() if is_tensorflow() else strategy.scope():
-        model_obj.fit(
+        model.fit(
             train_data,
-            **validation,
+            **_validation_data(task),
             epochs=epochs,
             initial_epoch=initial_epoch,
             steps_per_epoch=steps_per_epoch,
             callbacks=callbacks,
-            verbose=verbose,
+            verbose=(1 if sys.stdout.isatty() else 2) if verbose is None else verbose,
             shuffle=False,  # the pipeline shuffles; Keras cannot shuffle a tf.data.Dataset
         )
     train_seconds = backup.seconds_spent()  # the runs before a resume included
@@ -368,28 +300,122 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     if is_multiworker(strategy) and not is_tensorflow():
         strategy.leave_job()  # every worker at once: none waits at exit while the chief evaluates
         if chief:
-            model_obj = _one_process_copy(model_obj, out)
+            model = _one_process_copy(model, out)
     if not chief:
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
         return {"train_seconds": round(train_seconds, 1), "loss": backup.history["loss"][-1]}
+    fit = _save_trained(out, model, backup, best, train_seconds, fit_cores)
+    return _evaluate_and_save_preset(card, out, task, model, fit, run_clock)
+
+
+def _run_length(card, steps_per_epoch: int, epochs, steps) -> tuple[int, int, str]:
+    """(epochs, steps per epoch, how the run is bounded in words) from --epochs, --steps and the
+    card's epochs and time limit."""
+    time_limit = card.training.get("time_limit")
+    length = f"{epochs or card.training['epochs']} epoch(s) x {steps_per_epoch} steps"
+    if time_limit and not (epochs or steps):  # the budget alone bounds the run
+        return (
+            UNTIL_TIME_EPOCHS,
+            steps_per_epoch,
+            f"until {time_limit} are spent, in epochs of {steps_per_epoch} steps",
+        )
+    or_budget = f", or {time_limit}" if time_limit else ""
+    if not steps:
+        return epochs or card.training["epochs"], steps_per_epoch, length + or_budget
+    epochs = max(1, math.ceil(steps / steps_per_epoch))
+    steps_per_epoch = math.ceil(steps / epochs)
+    return epochs, steps_per_epoch, f"{epochs} epoch(s) x {steps_per_epoch} steps{or_budget}"
+
+
+def _callbacks(card, write_dir: Path, backup, best) -> list:
+    """The run's callbacks, in the order they must see each epoch's end."""
+    training = card.training
+    callbacks = []
+    # first: the rate it logs reaches the backup's history
+    if training.get("schedule") == "deadline":
+        callbacks.append(
+            DeadlineLearningRate(
+                training["learning_rate"],
+                parse_duration(training["time_limit"]),
+                backup.seconds_spent,
+                training.get("warmup_steps", 0),
+                training.get("lr_floor", 0.0),
+            )
+        )
+    callbacks.append(AtomicCheckpoint(write_dir / "checkpoints"))
+    if best is not None:  # after the checkpoint it names; before the backup, which keeps its score
+        callbacks.append(best)
+    callbacks.append(backup)  # commits the epoch
+    if training.get("time_limit"):
+        callbacks.append(TimeLimit(parse_duration(training["time_limit"]), backup.seconds_spent))
+    # after the backup: keeps the restored state
+    callbacks.append(NonFiniteGuard(**training.get("nonfinite", {})))
+    if tensorflow_available():
+        callbacks.append(keras.callbacks.TensorBoard(str(write_dir / "logs")))
+    else:
+        log.info(
+            "TensorBoard logs need TensorFlow, which is not installed here: the run's logs are "
+            "history.json and fit.json"
+        )
+    return callbacks
+
+
+def _resume(model, card, task: PreparedTask, strategy, backup) -> tuple[int, object]:
+    """(the epochs an interrupted run had finished, 0 for a new one; the training data from where it
+    stopped). A new run starts from `training.init_from` when the card names it."""
+    # in the strategy's scope, as fit builds the optimizer's slots there
+    scope = model.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
+    with scope:
+        initial_epoch = backup.restore(model)
+        if initial_epoch == 0 and card.training.get("init_from"):
+            zoo.load_initial_weights(model, card, card.training["init_from"])
+            print(f"starting from the weights of {card.training['init_from']}")
+    if not backup.batches_seen or backup.training_over:
+        return initial_epoch, task.train
+    # the batches the interrupted run would have seen next (tf.data's skip, or BucketedBatches.skip):
+    # it ends with the weights an uninterrupted run ends with
+    log.info(
+        "the input goes on where the interrupted run stopped: its %d batches are skipped (on "
+        "TensorFlow by reading them: about 5 ms a translation batch, 30 ms a speech batch here)",
+        backup.batches_seen,
+    )
+    return initial_epoch, task.train.skip(backup.batches_seen)
+
+
+def _validation_data(task: PreparedTask) -> dict:
+    """`fit`'s validation arguments for the task's dev split (none without one)."""
+    if task.valid is None:
+        return {}
+    if is_tensorflow():
+        # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must
+        # not run dry
+        return dict(
+            validation_data=task.valid.repeat(), validation_steps=sum(1 for _ in task.valid)
+        )
+    return dict(validation_data=task.valid)  # a PyDataset: one pass each epoch
+
+
+def _save_trained(out: Path, model, backup, best, train_seconds: float, fit_cores: float) -> dict:
+    """Write history.json, fit.json and (last: it means training is over) model.keras with the best
+    weights, then drop the backup; returns what fit.json holds."""
     atomic_write(out / "history.json", lambda p: p.write_text(json.dumps(backup.history, indent=2)))
     fit = {
         "train_seconds": round(train_seconds, 1),
         "fit_cores_busy": fit_cores,
-        "training_steps": int(model_obj.optimizer.iterations.numpy()),
+        "training_steps": int(model.optimizer.iterations.numpy()),
     }
     if best is not None:
         # the best, or the last if within min_delta
-        fit["weights_epoch"] = best.restore_best(model_obj)
+        fit["weights_epoch"] = best.restore_best(model)
         fit["best_epoch"] = best.best_epoch
     atomic_write(out / FIT_FILE, lambda p: p.write_text(json.dumps(fit, indent=2)))
-    atomic_write(out / "model.keras", model_obj.save)  # last: a model.keras means training is over
+    atomic_write(out / "model.keras", model.save)  # last: a model.keras means training is over
     backup.discard()
     print(
         f"trained in {train_seconds:.0f}s ({fit_cores:.2f} of {_available_cores()} cores busy); "
         f"model saved to {out / 'model.keras'}"
     )
-    return _evaluate_and_save_preset(card, out, task, model_obj, fit, run_clock)
+    return fit
 
 
 def _one_process_copy(model_obj, out: Path) -> keras.Model:
