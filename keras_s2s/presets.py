@@ -318,7 +318,7 @@ def extract(archive: Path, destination: Path) -> Path:
                     f"{archive}: not a readable .tar.gz, .tar or .zip archive ({exc})"
                 ) from None
             with tf_archive:
-                members = []
+                members, total = [], 0
                 # header by header: a bad member is refused before the rest is read
                 for member in tf_archive:
                     _check_member(member.name, member.size, archive)
@@ -328,7 +328,8 @@ def extract(archive: Path, destination: Path) -> Path:
                             f"{archive}: refusing member {member.name!r}: only plain files and "
                             "folders are allowed (no links or devices)"
                         )
-                    _check_total(sum(m.size for m in members), archive)
+                    total += member.size
+                    _check_total(total, archive)
                 tf_archive.extractall(tmp, members=members, filter="data")
         if destination.exists():
             shutil.rmtree(destination)

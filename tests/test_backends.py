@@ -218,6 +218,24 @@ def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
         BucketedPairs(pairs, [16, 15, 8, 8], replicas=2)
 
 
+def test_skipped_bucketed_batches_go_on_with_the_stream_a_resumed_run_would_have_seen():
+    """What a resumed JAX run trains on: `skip(n)` serves batch n + i of the stream as batch i,
+    across passes (each shuffled anew), as `tf.data.Dataset.skip` does on TensorFlow."""
+    from keras_s2s.data.pipeline import BucketedPairs
+
+    rng = np.random.default_rng(0)
+    pairs = [
+        ([int(t) for t in rng.integers(4, 50, rng.integers(1, 20))], [5, 6]) for _ in range(60)
+    ]
+    stream = BucketedPairs(pairs, [8, 8, 8], repeat=True, drop_remainder=True, seed=3)
+    resumed = BucketedPairs(pairs, [8, 8, 8], repeat=True, drop_remainder=True, seed=3).skip(5)
+    assert len(stream) < 10, "the skipped stream crosses a pass"
+    for index in range(12):
+        expected, got = stream[5 + index], resumed[index]
+        np.testing.assert_array_equal(expected[0]["source"], got[0]["source"])
+        np.testing.assert_array_equal(expected[1], got[1])
+
+
 @pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_cli.py covers TensorFlow")
 def test_the_command_line_trains_evaluates_and_translates_without_tensorflow(tmp_path, capsys):
     """`keras-s2s train` on JAX, stopped by a full disk after its first epoch's backup and finished by

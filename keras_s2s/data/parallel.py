@@ -17,7 +17,7 @@ from keras_s2s.config import FITTABLE
 from keras_s2s.data.corpus import read_parallel
 from keras_s2s.data.demo import DemoCorpus
 from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size, settings_to_fit
-from keras_s2s.data.pipeline import make_dataset
+from keras_s2s.data.pipeline import longest_batch, make_dataset
 from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
 from keras_s2s.data.tokenizer import TRAINING_SENTENCES, SubwordTokenizer, train_tokenizer
 
@@ -37,6 +37,7 @@ class ParallelData:
     demo: DemoCorpus | None = None
     # setting -> (value, reason), see data/fitting.py
     fitted: dict = dataclasses.field(default_factory=dict)
+    longest_batch: tuple[int, int] | None = None  # (rows, length) of the largest training batch
 
     @property
     def test_sources(self) -> list[str]:
@@ -216,4 +217,5 @@ def load_parallel_data(
         if valid
         else None
     )
-    return ParallelData(tokenizer, train_ds, valid_ds, train, valid, test, demo, fitted)
+    longest = longest_batch(batch_size, max_length, bucket_width, pad_to_multiple, batch_tokens)
+    return ParallelData(tokenizer, train_ds, valid_ds, train, valid, test, demo, fitted, longest)

@@ -66,6 +66,20 @@ def encode_pairs(sources, targets, tokenizer, max_length: int):
     return kept
 
 
+def bucket_boundaries(max_length: int, bucket_width: int) -> list[int]:
+    """The length buckets' upper bounds (one more bucket, for the longest, follows the last)."""
+    return list(range(bucket_width, max_length + 1, bucket_width))
+
+
+def longest_batch(
+    batch_size: int, max_length: int, bucket_width: int, pad_to_multiple: int, batch_tokens=None
+) -> tuple[int, int]:
+    """(rows, length) of the longest bucket's batches: the largest batch a training step sees."""
+    boundaries = bucket_boundaries(max_length, bucket_width)
+    rows = bucket_batch_sizes(boundaries, batch_size, batch_tokens, max_length)[-1]
+    return rows, round_up(round_up(max_length, bucket_width), max(pad_to_multiple, 1))
+
+
 def bucket_batch_sizes(
     boundaries: list[int], batch_size: int, batch_tokens: int | None = None, max_length: int = 64
 ) -> list[int]:
@@ -116,7 +130,7 @@ def make_dataset(
         return BucketedPairs(
             pairs,
             bucket_batch_sizes(
-                list(range(bucket_width, max_length + 1, bucket_width)),
+                bucket_boundaries(max_length, bucket_width),
                 batch_size,
                 batch_tokens,
                 max_length,
@@ -140,7 +154,7 @@ def make_dataset(
         ds = ds.shuffle(min(len(pairs), 100_000), seed=seed, reshuffle_each_iteration=True)
     if repeat:
         ds = ds.repeat()
-    boundaries = list(range(bucket_width, max_length + 1, bucket_width))
+    boundaries = bucket_boundaries(max_length, bucket_width)
     ds = ds.bucket_by_sequence_length(
         element_length_func=lambda s, ti, to: tf.maximum(tf.shape(s)[0], tf.shape(ti)[0]),
         bucket_boundaries=boundaries,

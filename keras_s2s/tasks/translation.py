@@ -11,9 +11,8 @@ import logging
 import time
 from pathlib import Path
 
-from keras_s2s.data.padding import pad_multiple_for, round_up
+from keras_s2s.data.padding import pad_multiple_for
 from keras_s2s.data.parallel import load_parallel_data, read_splits
-from keras_s2s.data.pipeline import bucket_batch_sizes
 from keras_s2s.data.tokenizer import (
     load_run_tokenizer,
     save_run_tokenizer,
@@ -73,16 +72,6 @@ def evaluate_translation(
     for src, ref, hyp in list(zip(sources, references, hypotheses))[:samples]:
         print(f"  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
     return result
-
-
-def longest_batch(data: dict, pad_multiple: int) -> tuple[int, int]:
-    """(rows, length) of the training batches of the longest bucket: the largest a step sees."""
-    width, longest = data.get("bucket_width", 8), data.get("max_length", 64)
-    boundaries = list(range(width, longest + 1, width))
-    sizes = bucket_batch_sizes(
-        boundaries, data.get("batch_size", 64), data.get("batch_tokens"), longest
-    )
-    return sizes[-1], round_up(round_up(longest, width), pad_multiple)
 
 
 class Translation(Task):
@@ -165,7 +154,7 @@ class Translation(Task):
             lambda model: evaluate_translation(model, corpus.test_pairs, out, demo=corpus.demo),
             commit,
             corpus.valid_pairs,
-            longest_batch(card.data, pad_multiple_for(policy)),
+            corpus.longest_batch,
         )
 
     def evaluate_run(

@@ -164,7 +164,7 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
                         "train_seconds": round(self.seconds_spent(), 3),
                         "batches": self.batches_seen,
                         "random_state": [
-                            np.asarray(keras.ops.convert_to_numpy(v.value)).tolist()
+                            keras.ops.convert_to_numpy(v.value).tolist()
                             for v in random_state(self.model)
                         ],
                     }

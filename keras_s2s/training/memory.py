@@ -17,7 +17,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-import keras
+from keras_s2s.backend import is_jax
 
 log = logging.getLogger("keras_s2s")
 GIB = 2**30
@@ -26,7 +26,7 @@ GIB = 2**30
 def available_memory() -> tuple[int, str] | None:
     """(bytes, where) free for training: a JAX accelerator's memory, else the machine's available
     memory within its cgroup's limit; None where it cannot be read."""
-    if keras.backend.backend() == "jax":
+    if is_jax():
         import jax
 
         device = jax.devices()[0]

@@ -375,8 +375,8 @@ def _resume(model, card, task: PreparedTask, strategy, backup) -> tuple[int, obj
     # the batches the interrupted run would have seen next (tf.data's skip, or BucketedBatches.skip):
     # it ends with the weights an uninterrupted run ends with
     log.info(
-        "the input goes on where the interrupted run stopped: its %d batches are skipped (on "
-        "TensorFlow by reading them: about 5 ms a translation batch, 30 ms a speech batch here)",
+        "the input goes on where the interrupted run stopped: its %d batches are skipped (TensorFlow "
+        "reads them again, which takes a while after many steps)",
         backup.batches_seen,
     )
     return initial_epoch, task.train.skip(backup.batches_seen)
