@@ -35,13 +35,13 @@ import tensorflow as tf  # noqa: E402
 from benchlib import interleaved_step_times, median_seconds  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
-from keras_s2s.data.augment import augment_audio, augment_features, check_augment  # noqa: E402
+from keras_s2s.audio.augment import augment_audio, augment_features, check_augment  # noqa: E402
+from keras_s2s.audio.features import FeatureExtractor, librosa_features  # noqa: E402
 from keras_s2s.data.speech import (  # noqa: E402
     make_speech_dataset,
     read_speech_splits,
     usable_utterances,
 )
-from keras_s2s.data.speech_features import FeatureExtractor, librosa_features  # noqa: E402
 
 CARDS = {
     "deepspeech2": "deepspeech2_demo",

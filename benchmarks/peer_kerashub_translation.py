@@ -34,8 +34,8 @@ import sacrebleu
 import tensorflow as tf
 
 from keras_s2s.config import parse_duration
-from keras_s2s.data.corpus import read_tsv
 from keras_s2s.files import atomic_write
+from keras_s2s.text.corpus import read_tsv
 
 VOCAB_SIZE = 15000
 SEQUENCE_LENGTH = 40

@@ -187,7 +187,7 @@ import numpy as np
 import tensorflow as tf
 
 import keras_s2s
-from keras_s2s.data.audio import read_audio
+from keras_s2s.audio.io import read_audio
 from keras_s2s.data.speech import load_speech_data
 from keras_s2s.metrics import error_rates
 
@@ -232,7 +232,7 @@ import numpy as np
 from IPython.display import Audio
 
 import keras_s2s
-from keras_s2s.data.text_normalization import normalize_text
+from keras_s2s.text.normalization import normalize_text
 from keras_s2s.data.tts import load_tts_data
 from keras_s2s.decoding.vocoder import GriffinLim
 

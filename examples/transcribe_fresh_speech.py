@@ -13,9 +13,9 @@ import tempfile
 from pathlib import Path
 
 import keras_s2s
-from keras_s2s.data.audio import resample, write_wav
-from keras_s2s.data.espeak import synthesize
-from keras_s2s.data.speech_demo import DemoSpeech
+from keras_s2s.audio.io import resample, write_wav
+from keras_s2s.corpora.espeak import synthesize
+from keras_s2s.corpora.speech_demo import DemoSpeech
 from keras_s2s.metrics import error_rates
 
 parser = argparse.ArgumentParser(

@@ -12,11 +12,20 @@ Example:
 import importlib
 
 __version__ = "0.1.0"
-__all__ = ["data", "distribution", "load_model", "models", "precision", "tasks", "train", "zoo"]
-
-_SUBMODULES = {"data", "distribution", "models", "precision", "tasks", "zoo"}
+_SUBMODULES = {
+    "audio",
+    "corpora",
+    "data",
+    "distribution",
+    "models",
+    "precision",
+    "tasks",
+    "text",
+    "zoo",
+}
 _RUN_FUNCTIONS = {"train", "load_model"}  # from keras_s2s.training.runner
 _RENAMED = {"distribute": "distribution"}  # the name before 0.2, still answered
+__all__ = sorted(_SUBMODULES | _RUN_FUNCTIONS)
 
 
 def __getattr__(name: str):

@@ -146,7 +146,7 @@ SCHEMA: dict[str, Any] = {
         "vocabulary": Choice("characters", "subword"),
         "min_duration": float,
         "max_duration": float,
-        "augment": dict,  # see keras_s2s/data/augment.py
+        "augment": dict,  # see keras_s2s/audio/augment.py
         # speech synthesis
         "cache": str,  # mel targets: memory, a file prefix, or "" (see keras_s2s/data/tts.py)
     },

@@ -515,8 +515,8 @@ def _export(args) -> None:
 def _speech_corpus(args) -> None:
     import random
 
-    from keras_s2s.data.english_speech import EnglishSpeech
-    from keras_s2s.data.english_text import speakable_sentences
+    from keras_s2s.corpora.english_speech import EnglishSpeech
+    from keras_s2s.text.english import speakable_sentences
 
     sentences = list(speakable_sentences(args.text))
     if args.max_sentences and args.max_sentences < len(sentences):
@@ -538,9 +538,9 @@ def _speech_corpus(args) -> None:
 
 
 def _estimate_lm(args) -> None:
-    from keras_s2s.data.characters import normalize_transcript
-    from keras_s2s.data.manifest import read_manifest
+    from keras_s2s.audio.manifest import read_manifest
     from keras_s2s.decoding.ngram_lm import KneserNeyLM
+    from keras_s2s.text.characters import normalize_transcript
 
     sentences = []
     for path in args.text:
@@ -559,7 +559,7 @@ def _estimate_lm(args) -> None:
 
 def _transcribe(args) -> int:
     """Print each file's transcript; a file that cannot be read is reported and the rest transcribed."""
-    from keras_s2s.data.audio import AudioError, read_audio
+    from keras_s2s.audio.io import AudioError, read_audio
 
     model = _load_for("recognition", args.model)
     readable, samples = [], []

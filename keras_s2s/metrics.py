@@ -26,7 +26,7 @@ def score(hypotheses: list[str], references: list[str]) -> dict:
 
 def error_rates(hypotheses: list[str], references: list[str]) -> dict:
     """WER and CER in percent (jiwer), over the whole set."""
-    from keras_s2s.data.audio import require_audio_extra
+    from keras_s2s.audio.io import require_audio_extra
 
     jiwer = require_audio_extra("jiwer")
     # jiwer refuses empty hypotheses

@@ -15,30 +15,35 @@ PACKAGE = Path(__file__).resolve().parents[1] / "keras_s2s"
 LAYERS = {
     "home": 0,
     "files": 0,
+    "token_ids": 0,
     "config": 1,
     "backend": 1,
-    "data": 2,
+    "padding": 1,
+    "text": 2,
     "precision": 2,
     "presets": 2,
     "plots": 2,
-    "layers": 3,
-    "decoding": 3,
-    "losses": 3,
-    "metrics": 3,
-    "optimizers": 3,
-    "distribution": 3,
-    "models": 4,
-    "cards": 5,
-    "tasks": 6,
-    "zoo": 7,
-    "export": 7,
-    "training": 8,
-    "cli": 9,
+    "audio": 3,
+    "layers": 4,
+    "decoding": 4,
+    "losses": 4,
+    "metrics": 4,
+    "optimizers": 4,
+    "distribution": 4,
+    "corpora": 4,
+    "models": 5,
+    "data": 5,
+    "cards": 6,
+    "tasks": 7,
+    "zoo": 8,
+    "export": 8,
+    "training": 9,
+    "cli": 10,
 }
 
 
 def part_of(module: str) -> str:
-    """`keras_s2s.data.tokenizer` -> `data`; `keras_s2s.zoo` -> `zoo`."""
+    """`keras_s2s.text.tokenizer` -> `data`; `keras_s2s.zoo` -> `zoo`."""
     return module.split(".")[1]
 
 
@@ -100,6 +105,10 @@ def test_imports_point_down():
 # the model core runs on JAX where TensorFlow is absent: TensorFlow only through `keras_s2s.backend.tf`
 # (imported on first use) or inside the TensorFlow-only functions that need it
 MODEL_CORE = (
+    "token_ids",
+    "padding",
+    "text",
+    "audio",
     "layers",
     "models",
     "decoding",
@@ -148,8 +157,8 @@ def test_the_rule_catches_an_upward_import(tmp_path, monkeypatch):
     )
     monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
     assert upward_imports() == [
-        "keras_s2s/models/x.py:2 (models, layer 4) imports keras_s2s.training.runner "
-        "(training, layer 8)"
+        "keras_s2s/models/x.py:2 (models, layer 5) imports keras_s2s.training.runner "
+        "(training, layer 9)"
     ]
 
 
@@ -177,7 +186,8 @@ def test_the_lazy_packages_start_no_keras():
 
     code = (
         "import sys, keras_s2s.data, keras_s2s.distribution, keras_s2s.backend\n"
-        "keras_s2s.data.manifest\n"
+        "import keras_s2s.text, keras_s2s.audio, keras_s2s.corpora\n"
+        "keras_s2s.audio.manifest, keras_s2s.corpora.english_speech\n"
         "print('keras' in sys.modules, 'tensorflow' in sys.modules)"
     )
     result = subprocess.run(

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from keras_s2s.data import augment
+from keras_s2s.audio import augment
 
 RATE = 16000
 

@@ -52,8 +52,8 @@ def test_every_architecture_trains_reloads_and_decodes(architecture, tmp_path):
 @pytest.mark.skipif(BACKEND != "tensorflow", reason="compares TensorFlow with a JAX subprocess")
 def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
     pytest.importorskip("jax")
-    from keras_s2s.data.audio import resample, write_wav
-    from keras_s2s.data.espeak import synthesize
+    from keras_s2s.audio.io import resample, write_wav
+    from keras_s2s.corpora.espeak import synthesize
 
     speech = resample(*synthesize("the red dog runs to my friend", voice="en-us"), 16000)
     write_wav(tmp_path / "speech.wav", speech, 16000)
@@ -181,7 +181,7 @@ def test_each_loss_scale_rule_moves_the_scale_by_its_definition(algorithm):
 
 
 def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
-    from keras_s2s.data.pipeline import BucketedPairs
+    from keras_s2s.data.translation import BucketedPairs
 
     rng = np.random.default_rng(0)
     pairs = [
@@ -221,7 +221,7 @@ def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
 def test_skipped_bucketed_batches_go_on_with_the_stream_a_resumed_run_would_have_seen():
     """What a resumed JAX run trains on: `skip(n)` serves batch n + i of the stream as batch i,
     across passes (each shuffled anew), as `tf.data.Dataset.skip` does on TensorFlow."""
-    from keras_s2s.data.pipeline import BucketedPairs
+    from keras_s2s.data.translation import BucketedPairs
 
     rng = np.random.default_rng(0)
     pairs = [
@@ -285,8 +285,8 @@ def test_the_command_line_trains_evaluates_and_translates_without_tensorflow(tmp
 
 def _tone_utterances(folder: Path, seconds: list[float], rate: int) -> list:
     """(Utterance, seconds) of tones of the given lengths, written as WAV files in `folder`."""
-    from keras_s2s.data.audio import write_wav
-    from keras_s2s.data.manifest import Utterance
+    from keras_s2s.audio.io import write_wav
+    from keras_s2s.audio.manifest import Utterance
 
     utterances = []
     for index, length in enumerate(seconds):
@@ -299,10 +299,10 @@ def _tone_utterances(folder: Path, seconds: list[float], rate: int) -> list:
 
 
 def test_speech_batches_serve_every_utterance_once_a_pass_in_one_shape_per_bucket(tmp_path):
-    from keras_s2s.data.audio import read_audio
-    from keras_s2s.data.characters import CharVocabulary
+    from keras_s2s.audio.features import FeatureExtractor
+    from keras_s2s.audio.io import read_audio
     from keras_s2s.data.speech import SpeechBatches
-    from keras_s2s.data.speech_features import FeatureExtractor
+    from keras_s2s.text.characters import CharVocabulary
 
     lengths = [0.3, 0.45, 0.6, 0.9, 1.1, 1.3, 1.6, 0.35, 0.5, 1.2, 0.7]
     utterances = _tone_utterances(tmp_path, lengths, 16000)

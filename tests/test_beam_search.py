@@ -5,8 +5,8 @@ import pytest
 import tensorflow as tf
 from conftest import tiny_gnmt
 
-from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, length_penalty
+from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID
 
 
 def sources(seed=0, vocab=40):

@@ -109,7 +109,7 @@ def test_a_weight_that_is_not_a_finite_number_is_refused(command, capsys, tmp_pa
 
 def test_files_that_are_not_utf8_text_are_named_and_a_byte_order_mark_is_dropped(capsys, tmp_path):
     """A binary LM text or base card was a decode error naming no file; a BOM stayed in line 1."""
-    from keras_s2s.data.corpus import read_lines
+    from keras_s2s.text.corpus import read_lines
 
     binary = tmp_path / "binary.yaml"
     binary.write_bytes(b"name: x\n\x89PNG\r\n\x1a\n\x00\xff")
@@ -309,7 +309,7 @@ def test_cores_busy_is_the_processes_cpu_seconds_over_wall_seconds(monkeypatch):
 def test_train_on_two_aligned_files_with_the_hybrid_strategy(tmp_path, capsys):
     from conftest import CPU_DEVICES
 
-    from keras_s2s.data import DemoCorpus
+    from keras_s2s.corpora import DemoCorpus
 
     pairs = DemoCorpus(seed=2).split(400, 0, 0)[0]
     (tmp_path / "train.src").write_text("\n".join(s for s, _ in pairs) + "\n")
@@ -412,7 +412,7 @@ TINY_MODELS = {
 def test_each_architecture_trains_on_a_split_directory_evaluates_averages_and_translates(
     arch, tmp_path, capsys, caplog
 ):
-    from keras_s2s.data import DemoCorpus
+    from keras_s2s.corpora import DemoCorpus
 
     corpus = tmp_path / "corpus"
     corpus.mkdir()
@@ -551,8 +551,8 @@ def test_mirrored_training_over_several_epochs_and_checkpoint_averaging(tmp_path
 
 
 def test_speech_recognizer_trains_evaluates_and_transcribes(tmp_path, capsys, monkeypatch):
-    from keras_s2s.data.audio import resample, write_wav
-    from keras_s2s.data.espeak import synthesize
+    from keras_s2s.audio.io import resample, write_wav
+    from keras_s2s.corpora.espeak import synthesize
 
     monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path / "home"))
     out = tmp_path / "asr"

@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 
 from keras_s2s.data import load_parallel_data
-from keras_s2s.data.corpus import CorpusError, read_parallel
 from keras_s2s.data.parallel import read_splits
-from keras_s2s.data.pipeline import bucket_batch_sizes
-from keras_s2s.data.tokenizer import PretokenizedVocabulary
+from keras_s2s.data.translation import bucket_batch_sizes
+from keras_s2s.text.corpus import CorpusError, read_parallel
+from keras_s2s.text.tokenizer import PretokenizedVocabulary
 
 PAIRS = [(f"the dog {i} sees a cat", f"der hund {i} sieht eine katze") for i in range(200)]
 
@@ -113,8 +113,8 @@ def test_token_based_batching():
     assert bucket_batch_sizes([8], 64, batch_tokens=20, max_length=40) == [2, 1]
     pairs = [(" ".join(["w"] * n), " ".join(["v"] * n)) for n in range(1, 30) for _ in range(20)]
     sources, targets = zip(*pairs)
-    from keras_s2s.data.pipeline import make_dataset
-    from keras_s2s.data.tokenizer import SubwordTokenizer
+    from keras_s2s.data.translation import make_dataset
+    from keras_s2s.text.tokenizer import SubwordTokenizer
 
     tokenizer = SubwordTokenizer.train(list(sources) + list(targets), vocab_size=20)
     ds = make_dataset(
@@ -186,7 +186,7 @@ def test_separate_source_and_target_vocabularies(tmp_path):
     import keras
 
     from keras_s2s import zoo
-    from keras_s2s.data.tokenizer import TokenizerPair, load_run_tokenizer, save_run_tokenizer
+    from keras_s2s.text.tokenizer import TokenizerPair, load_run_tokenizer, save_run_tokenizer
 
     data = load_parallel_data(
         "demo",

@@ -3,9 +3,11 @@ import random
 import numpy as np
 import pytest
 
-from keras_s2s.data import CorpusError, DemoCorpus, SubwordTokenizer, make_dataset, read_parallel
+from keras_s2s.corpora import DemoCorpus
+from keras_s2s.data import make_dataset
 from keras_s2s.data.parallel import load_parallel_data, read_splits
-from keras_s2s.data.tokenizer import BOS_ID, EOS_ID
+from keras_s2s.text import CorpusError, SubwordTokenizer, read_parallel
+from keras_s2s.token_ids import BOS_ID, EOS_ID
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,11 @@ import pytest
 
 pytest.importorskip("espeakng_loader")
 
-from keras_s2s.data.audio import read_audio  # noqa: E402
-from keras_s2s.data.corpus import CorpusError  # noqa: E402
-from keras_s2s.data.english_speech import EnglishSpeech, Rendition, voices_of  # noqa: E402
-from keras_s2s.data.espeak import english_voices, voice_variants  # noqa: E402
-from keras_s2s.data.manifest import read_manifest  # noqa: E402
+from keras_s2s.audio.io import read_audio  # noqa: E402
+from keras_s2s.audio.manifest import read_manifest  # noqa: E402
+from keras_s2s.corpora.english_speech import EnglishSpeech, Rendition, voices_of  # noqa: E402
+from keras_s2s.corpora.espeak import english_voices, voice_variants  # noqa: E402
+from keras_s2s.text.corpus import CorpusError  # noqa: E402
 
 WORDS = "red green blue small old quiet happy fast".split()
 SENTENCES = [
@@ -122,7 +122,7 @@ CRASHING = Rendition(
 
 def _espeak_crashes_on(rendition) -> bool:
     code = (
-        "from keras_s2s.data.espeak import synthesize; "
+        "from keras_s2s.corpora.espeak import synthesize; "
         f"synthesize({rendition.said!r}, {rendition.voice!r}, {rendition.words_per_minute}, "
         f"{rendition.pitch}, {rendition.pitch_range})"
     )
@@ -132,7 +132,7 @@ def _espeak_crashes_on(rendition) -> bool:
 def test_an_utterance_that_crashes_espeak_is_spoken_by_the_plain_voice(tmp_path):
     if not _espeak_crashes_on(CRASHING):
         pytest.skip("this eSpeak NG no longer crashes on the known combination")
-    from keras_s2s.data.english_speech import ShardJob, _Progress, _run_in_processes
+    from keras_s2s.corpora.english_speech import ShardJob, _Progress, _run_in_processes
 
     fine = Rendition("a red dog.", "a red dog", "en-US+f2", 160, 50, 50)
     job = ShardJob(tmp_path, "train-00000", [fine, CRASHING, fine], 16000)
@@ -145,8 +145,8 @@ def test_an_utterance_that_crashes_espeak_is_spoken_by_the_plain_voice(tmp_path)
 
 
 def test_mbrola_voices_speak_their_share_and_a_failing_one_falls_back_to_the_plain_voice(tmp_path):
-    from keras_s2s.data.english_speech import speak
-    from keras_s2s.data.espeak import mbrola_voices
+    from keras_s2s.corpora.english_speech import speak
+    from keras_s2s.corpora.espeak import mbrola_voices
 
     installed = mbrola_voices()
     if "mb-us1" not in installed:
@@ -223,13 +223,13 @@ def _fake_command(folder, monkeypatch, name, script, module):
 @pytest.fixture
 def fake_flite(tmp_path, monkeypatch):
     """A `flite` command on PATH with the voices kal and awb (and the clock-only awb_time)."""
-    from keras_s2s.data import flite
+    from keras_s2s.corpora import flite
 
     yield from _fake_command(tmp_path / "bin", monkeypatch, "flite", FAKE_FLITE, flite)
 
 
 def test_flite_speaks_at_the_drawn_rate_and_pitch_and_refuses_a_voice_it_lacks(fake_flite):
-    from keras_s2s.data.flite import FliteError, flite_voices, synthesize_flite
+    from keras_s2s.corpora.flite import FliteError, flite_voices, synthesize_flite
 
     assert flite_voices() == ["awb", "kal"], "the clock-only awb_time is not a voice"
     samples, rate = synthesize_flite("a red dog", "awb", words_per_minute=90, pitch=100)
@@ -245,7 +245,7 @@ def test_flite_speaks_at_the_drawn_rate_and_pitch_and_refuses_a_voice_it_lacks(f
 
 
 def test_flite_voices_speak_their_share_of_training_sentences_only(fake_flite, tmp_path):
-    from keras_s2s.data.english_speech import speak
+    from keras_s2s.corpora.english_speech import speak
 
     plan = tiny(flite_voices=["kal", "awb"], flite_share=0.5).plan()
     trained = [r.voice for r in plan["train"]]
@@ -268,7 +268,7 @@ def test_flite_voices_speak_their_share_of_training_sentences_only(fake_flite, t
 
 
 def test_a_real_flite_voice_speaks_english():
-    from keras_s2s.data.flite import flite_voices, synthesize_flite
+    from keras_s2s.corpora.flite import flite_voices, synthesize_flite
 
     if "kal16" not in flite_voices():
         pytest.skip("needs Debian's flite")
@@ -312,7 +312,7 @@ for line in open(command).read().splitlines():
 def fake_festival(tmp_path, monkeypatch):
     """A `festival` command on PATH with the voices kal_diphone and rab_diphone; returns the file
     that lists its calls (`voice.list`, `said TEXT`)."""
-    from keras_s2s.data import festival
+    from keras_s2s.corpora import festival
 
     calls = tmp_path / "festival-calls.txt"
     monkeypatch.setenv("FAKE_FESTIVAL_CALLS", str(calls))
@@ -327,7 +327,7 @@ def _pitch(samples, rate=16000):
 
 
 def test_festival_speaks_many_sentences_in_one_process_at_the_drawn_rate_and_pitch(fake_festival):
-    from keras_s2s.data.festival import FestivalError, festival_voices, synthesize_festival
+    from keras_s2s.corpora.festival import FestivalError, festival_voices, synthesize_festival
 
     assert festival_voices() == ["kal_diphone", "rab_diphone"]
     said = 'he said "no" \\ twice'
@@ -351,7 +351,7 @@ def test_festival_speaks_many_sentences_in_one_process_at_the_drawn_rate_and_pit
 def test_festival_voices_speak_their_share_of_training_sentences_one_process_a_shard(
     fake_festival, tmp_path
 ):
-    from keras_s2s.data.english_speech import speak
+    from keras_s2s.corpora.english_speech import speak
 
     plan = tiny(festival_voices=["kal_diphone", "rab_diphone"], festival_share=0.5).plan()
     trained = [r.voice for r in plan["train"]]
@@ -378,7 +378,7 @@ def test_festival_voices_speak_their_share_of_training_sentences_one_process_a_s
 
 
 def test_real_festival_voices_speak_english():
-    from keras_s2s.data.festival import festival_voices, synthesize_festival
+    from keras_s2s.corpora.festival import festival_voices, synthesize_festival
 
     if not {"kal_diphone", "rab_diphone"} <= set(festival_voices()):
         pytest.skip("needs Debian's festival, festvox-kallpc16k and festvox-rablpc16k")

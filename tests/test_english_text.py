@@ -2,7 +2,7 @@
 
 import pytest
 
-from keras_s2s.data.english_text import sentences_from_text, speakable, speakable_sentences
+from keras_s2s.text.english import sentences_from_text, speakable, speakable_sentences
 
 DEBIAN = """Package: demo
 Description-md5: 0
@@ -77,7 +77,7 @@ Genesis 2:1: <w>The</w> <w>heavens</w> <w>were</w> <w>finished</w>.
 def test_bible_verses_become_one_paragraph_per_chapter_without_titles_and_with_words_apart(
     tmp_path,
 ):
-    from keras_s2s.data.english_text import paragraphs_of_sword_verses
+    from keras_s2s.text.english import paragraphs_of_sword_verses
 
     assert list(paragraphs_of_sword_verses(BIBLE)) == [
         "In the beginning , God created the earth . The earth was empty .",

@@ -11,10 +11,10 @@ import pytest
 from tiny import TINY_GNMT
 
 from keras_s2s import zoo
+from keras_s2s.audio.features import FeatureExtractor
 from keras_s2s.cli import main
-from keras_s2s.data.characters import CharVocabulary
-from keras_s2s.data.speech_features import FeatureExtractor
 from keras_s2s.export import export_saved_model
+from keras_s2s.text.characters import CharVocabulary
 
 SERVE = """
 import json, sys

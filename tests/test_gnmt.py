@@ -4,8 +4,8 @@ import pytest
 import tensorflow as tf
 from conftest import tiny_gnmt
 
-from keras_s2s.data.tokenizer import SubwordTokenizer
 from keras_s2s.models import GNMT
+from keras_s2s.text.tokenizer import SubwordTokenizer
 
 
 def batch(vocab=64, seed=0):

@@ -7,9 +7,9 @@ import random
 import numpy as np
 import pytest
 
-from keras_s2s.data.characters import CharVocabulary
 from keras_s2s.decoding.ctc_lm import LMDecoder, WordScorer, check_arpa
 from keras_s2s.decoding.ngram_lm import KneserNeyLM
+from keras_s2s.text.characters import CharVocabulary
 
 WORDS = "the a cat dog sat ran on mat big red fast".split()
 

@@ -437,8 +437,8 @@ def test_the_shipped_gnmt_demo_preset_loads_offline_from_both_cards_and_translat
 def test_the_shipped_speech_demo_preset_loads_offline_and_transcribes_new_speech(
     home, monkeypatch, tmp_path
 ):
-    from keras_s2s.data.manifest import read_manifest
-    from keras_s2s.data.speech_demo import DemoSpeech
+    from keras_s2s.audio.manifest import read_manifest
+    from keras_s2s.corpora.speech_demo import DemoSpeech
     from keras_s2s.metrics import error_rates
 
     monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
@@ -461,9 +461,9 @@ def test_a_recognizer_preset_with_a_word_lm_transcribes_from_the_command_line(
 ):
     import shutil
 
+    from keras_s2s.audio.io import resample, write_wav
     from keras_s2s.cli import main
-    from keras_s2s.data.audio import resample, write_wav
-    from keras_s2s.data.espeak import synthesize
+    from keras_s2s.corpora.espeak import synthesize
     from keras_s2s.decoding.ngram_lm import KneserNeyLM
 
     monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
@@ -515,9 +515,9 @@ def test_a_zoo_preset_is_evaluated_on_a_corpus_with_its_word_lm(
 ):
     import shutil
 
+    from keras_s2s.audio.manifest import read_manifest
     from keras_s2s.cli import main
-    from keras_s2s.data.manifest import read_manifest
-    from keras_s2s.data.speech_demo import DemoSpeech
+    from keras_s2s.corpora.speech_demo import DemoSpeech
     from keras_s2s.decoding.ngram_lm import KneserNeyLM
 
     monkeypatch.setenv("KERAS_S2S_OFFLINE", "1")
@@ -557,9 +557,9 @@ def test_the_shipped_english_preset_loads_offline_with_its_lm_and_transcribes_ne
 ):
     import random
 
-    from keras_s2s.data.audio import resample
-    from keras_s2s.data.espeak import synthesize
-    from keras_s2s.data.speech_demo import DemoSpeech
+    from keras_s2s.audio.io import resample
+    from keras_s2s.corpora.espeak import synthesize
+    from keras_s2s.corpora.speech_demo import DemoSpeech
     from keras_s2s.decoding.ctc_lm import LMDecoder
     from keras_s2s.metrics import error_rates
 

@@ -5,8 +5,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID, SubwordTokenizer
 from keras_s2s.models import GNMT, ConvS2S, Transformer
+from keras_s2s.text.tokenizer import SubwordTokenizer
+from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID
 
 TINY = {
     "gnmt": lambda **kw: GNMT(num_layers=3, units=16, dropout=0.0, **kw),

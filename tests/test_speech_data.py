@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_s2s.data.audio import AudioError, read_audio, write_wav
-from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import combine_corpora, read_manifest, write_manifest
-from keras_s2s.data.speech_features import FeatureExtractor, librosa_features
+from keras_s2s.audio.features import FeatureExtractor, librosa_features
+from keras_s2s.audio.io import AudioError, read_audio, write_wav
+from keras_s2s.audio.manifest import combine_corpora, read_manifest, write_manifest
+from keras_s2s.text.corpus import CorpusError
 
 
 def tone(seconds=1.0, rate=16000, seed=0):
@@ -37,7 +37,7 @@ def test_tf_signal_features_match_librosa(kind, size, normalize):
 def test_the_mel_filterbank_is_librosas(rate, n_fft, bands, fmin, fmax):
     import librosa
 
-    from keras_s2s.data.speech_features import dct_ortho, mel_filterbank
+    from keras_s2s.audio.features import dct_ortho, mel_filterbank
 
     expected = librosa.filters.mel(sr=rate, n_fft=n_fft, n_mels=bands, fmin=fmin, fmax=fmax)
     np.testing.assert_allclose(mel_filterbank(rate, n_fft, bands, fmin, fmax), expected, atol=1e-7)
@@ -145,7 +145,7 @@ def test_combined_corpora_train_on_more_and_hold_out_the_first_ones_splits(tmp_p
 
 
 def test_demo_speech_is_synthesized_once_deterministic_and_held_out(tmp_path):
-    from keras_s2s.data.speech_demo import DemoSpeech
+    from keras_s2s.corpora.speech_demo import DemoSpeech
 
     demo = DemoSpeech(num_train=40, num_valid=5, num_test=8, seed=3)
     folder = demo.prepare(root=tmp_path)
@@ -229,8 +229,8 @@ def test_subword_vocabulary_for_ctc(tmp_path, monkeypatch):
 
     from keras_s2s import zoo
     from keras_s2s.config import CardError
-    from keras_s2s.data.characters import SubwordVocabulary
     from keras_s2s.data.speech import load_speech_data
+    from keras_s2s.text.characters import SubwordVocabulary
 
     monkeypatch.setenv("KERAS_S2S_HOME", str(tmp_path))
     data = load_speech_data(

@@ -7,14 +7,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from keras_s2s.data.audio import write_wav
-from keras_s2s.data.augment import add_noise, perturb_speed, spec_augment
-from keras_s2s.data.characters import CharVocabulary
-from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import Utterance
+from keras_s2s.audio.augment import add_noise, perturb_speed, spec_augment
+from keras_s2s.audio.features import FeatureExtractor
+from keras_s2s.audio.io import write_wav
+from keras_s2s.audio.manifest import Utterance
 from keras_s2s.data.speech import usable_utterances
-from keras_s2s.data.speech_features import FeatureExtractor
 from keras_s2s.models import DeepSpeech2, Jasper, Wave2Letter
+from keras_s2s.text.characters import CharVocabulary
+from keras_s2s.text.corpus import CorpusError
 
 VOCAB = CharVocabulary()
 TINY = {
@@ -237,8 +237,8 @@ def test_unusable_utterances_are_skipped_counted_and_named(tmp_path, caplog):
 
 def test_a_tiny_jasper_learns_to_transcribe_what_it_hears(tmp_path):
     """Convergence: a small Jasper overfits four synthesized sentences within a few hundred steps."""
-    from keras_s2s.data.audio import resample
-    from keras_s2s.data.espeak import synthesize
+    from keras_s2s.audio.io import resample
+    from keras_s2s.corpora.espeak import synthesize
 
     extractor = FeatureExtractor(num_features=32, num_mels=32, dither=0.0)
     texts = ["the red dog runs", "my old cat sleeps", "two birds sing", "a big car stops"]

@@ -9,14 +9,14 @@ import soundfile
 from tiny import TINY_TACOTRON
 
 from keras_s2s import cli, tasks, zoo
-from keras_s2s.data.audio import read_audio, write_wav
-from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import read_ljspeech
-from keras_s2s.data.text_normalization import cardinal, normalize_text, ordinal, year
+from keras_s2s.audio.io import read_audio, write_wav
+from keras_s2s.audio.manifest import read_ljspeech
 from keras_s2s.data.tts import load_tts_data, mel_extractor, tts_vocabulary
 from keras_s2s.decoding.vocoder import GriffinLim
 from keras_s2s.models import Tacotron2
 from keras_s2s.tasks.synthesis import attention_focus
+from keras_s2s.text.corpus import CorpusError
+from keras_s2s.text.normalization import cardinal, normalize_text, ordinal, year
 
 TINY = TINY_TACOTRON
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from keras_s2s.data.manifest import write_manifest
+from keras_s2s.audio.manifest import write_manifest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "examples" / "unseen_voice_check.py"
 spec = importlib.util.spec_from_file_location("unseen_voice_check", SCRIPT)

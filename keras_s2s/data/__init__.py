@@ -1,20 +1,23 @@
-"""Tokenizers, corpora, the demo task and tf.data pipelines.
+"""Input pipelines: a task's corpus turned into padded, bucketed batches for `fit`.
 
-The names below load on first use, so a module of this package that needs no
-TensorFlow (eSpeak NG synthesis, manifests, text) starts without it: the
-speech-corpus builder's child processes import only what they use.
+Translation (`load_parallel_data`, `make_dataset`), speech recognition (`load_speech_data`) and
+speech synthesis (`load_tts_data`); `tf.data` under TensorFlow, `keras.utils.PyDataset`s on one
+base (`batches.BucketedBatches`) elsewhere. The names load on first use.
+
+Example:
+    >>> data = keras_s2s.data.load_parallel_data("demo", num_train=2000, vocab_size=800, batch_size=32)
+    >>> data.train  # batches of ((source ids, decoder input ids), target ids)
 """
 
 from keras_s2s.backend import lazy_attributes
 
 _PUBLIC = {
-    "CorpusError": "keras_s2s.data.corpus",
-    "read_parallel": "keras_s2s.data.corpus",
-    "DemoCorpus": "keras_s2s.data.demo",
     "ParallelData": "keras_s2s.data.parallel",
     "load_parallel_data": "keras_s2s.data.parallel",
-    "make_dataset": "keras_s2s.data.pipeline",
-    "SubwordTokenizer": "keras_s2s.data.tokenizer",
+    "SpeechData": "keras_s2s.data.speech",
+    "load_speech_data": "keras_s2s.data.speech",
+    "make_dataset": "keras_s2s.data.translation",
+    "load_tts_data": "keras_s2s.data.tts",
 }
 
 __all__ = sorted(_PUBLIC)

@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 import random
 
-from keras_s2s.data.padding import round_up
+from keras_s2s.padding import round_up
 
 VOCAB_SIZES = (2000, 4000, 8000, 16000, 32000)
 WORDS_PER_PIECE = 1000

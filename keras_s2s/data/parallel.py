@@ -14,12 +14,12 @@ from pathlib import Path
 
 from keras_s2s.backend import tf
 from keras_s2s.config import FITTABLE
-from keras_s2s.data.corpus import read_parallel
-from keras_s2s.data.demo import DemoCorpus
+from keras_s2s.corpora.translation_demo import DemoCorpus
 from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size, settings_to_fit
-from keras_s2s.data.pipeline import longest_batch, make_dataset
 from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
-from keras_s2s.data.tokenizer import TRAINING_SENTENCES, SubwordTokenizer, train_tokenizer
+from keras_s2s.data.translation import longest_batch, make_dataset
+from keras_s2s.text.corpus import read_parallel
+from keras_s2s.text.tokenizer import TRAINING_SENTENCES, SubwordTokenizer, train_tokenizer
 
 log = logging.getLogger("keras_s2s")
 

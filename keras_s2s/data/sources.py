@@ -20,7 +20,7 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from keras_s2s.data.corpus import CorpusError, read_parallel
+from keras_s2s.text.corpus import CorpusError, read_parallel
 
 SPLIT_NAMES = {"train": ("train",), "valid": ("valid", "dev", "validation"), "test": ("test",)}
 TFDS_SPLITS = {"train": ("train",), "valid": ("validation", "valid", "dev"), "test": ("test",)}

@@ -31,25 +31,25 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_s2s.backend import is_tensorflow, tf
-from keras_s2s.data.audio import read_audio
-from keras_s2s.data.augment import (
+from keras_s2s.audio.augment import (
     augment_audio,
     augment_features,
     check_augment,
     has_feature_masks,
 )
+from keras_s2s.audio.features import FeatureExtractor
+from keras_s2s.audio.io import read_audio
+from keras_s2s.audio.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
+from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.data.batches import (
     BucketedBatches,
     default_workers,
     longest_per_bucket,
     padded_rows,
 )
-from keras_s2s.data.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
-from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
-from keras_s2s.data.padding import pad_time_to_multiple, round_up
-from keras_s2s.data.speech_features import FeatureExtractor
+from keras_s2s.padding import pad_time_to_multiple, round_up
+from keras_s2s.text.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
+from keras_s2s.text.corpus import CorpusError
 
 log = logging.getLogger("keras_s2s")
 # the card's data keys that load_speech_data takes
@@ -120,7 +120,7 @@ def read_speech_splits(
 ) -> tuple[list, list, list]:
     """Train/valid/test utterance lists of a speech source."""
     if source in ("demo-speech", "demo-tts"):
-        from keras_s2s.data.speech_demo import DemoSpeech, DemoTTS
+        from keras_s2s.corpora.speech_demo import DemoSpeech, DemoTTS
 
         demo = DemoSpeech if source == "demo-speech" else DemoTTS
         size = {"num_train": num_train} if num_train else {}  # else the corpus's own default
@@ -195,7 +195,7 @@ def usable_utterances(
     name: str = "train",
 ) -> list[tuple[Utterance, float]]:
     """(utterance, seconds) of those that can be trained on; the rest are counted and logged by reason."""
-    from keras_s2s.data.audio import require_audio_extra
+    from keras_s2s.audio.io import require_audio_extra
 
     soundfile = require_audio_extra("soundfile")
 
@@ -231,7 +231,7 @@ def usable_utterances(
 def check_readable(utterances: list[Utterance], name: str = "test") -> None:
     """A CorpusError naming the files of a split that cannot be read (the test split is scored whole,
     so it is checked before training, not skipped)."""
-    from keras_s2s.data.audio import require_audio_extra
+    from keras_s2s.audio.io import require_audio_extra
 
     soundfile = require_audio_extra("soundfile")
     bad = [

@@ -27,21 +27,21 @@ import math
 
 import numpy as np
 
+from keras_s2s.audio.features import FeatureExtractor
+from keras_s2s.audio.io import read_audio
+from keras_s2s.audio.manifest import Utterance
 from keras_s2s.backend import is_tensorflow, tf
-from keras_s2s.data.audio import read_audio
 from keras_s2s.data.batches import (
     BucketedBatches,
     default_workers,
     longest_per_bucket,
     padded_rows,
 )
-from keras_s2s.data.characters import CharVocabulary
-from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.manifest import Utterance
-from keras_s2s.data.padding import round_up
 from keras_s2s.data.speech import SpeechData, read_speech_splits, usable_utterances
-from keras_s2s.data.speech_features import FeatureExtractor
-from keras_s2s.data.text_normalization import TTS_CHARACTERS, normalize_text
+from keras_s2s.padding import round_up
+from keras_s2s.text.characters import CharVocabulary
+from keras_s2s.text.corpus import CorpusError
+from keras_s2s.text.normalization import TTS_CHARACTERS, normalize_text
 
 MEL_FEATURES = {
     "kind": "logmel",

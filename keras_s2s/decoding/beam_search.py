@@ -26,7 +26,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
-from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
+from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = -1e9
 

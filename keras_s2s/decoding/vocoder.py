@@ -20,7 +20,7 @@ import warnings
 
 import numpy as np
 
-from keras_s2s.data.audio import require_audio_extra
+from keras_s2s.audio.io import require_audio_extra
 
 
 class GriffinLim:

@@ -29,8 +29,8 @@ import keras
 import numpy as np
 
 from keras_s2s.config import MissingExtra
-from keras_s2s.data.tokenizer import SubwordTokenizer, TokenizerPair
 from keras_s2s.files import staging_folder
+from keras_s2s.text.tokenizer import SubwordTokenizer, TokenizerPair
 
 log = logging.getLogger("keras_s2s")
 

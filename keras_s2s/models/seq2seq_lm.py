@@ -21,10 +21,10 @@ from keras import ops
 
 from keras_s2s import backend
 from keras_s2s.config import check_count
-from keras_s2s.data.padding import round_up
-from keras_s2s.data.tokenizer import BOS_ID, EOS_ID, PAD_ID
 from keras_s2s.decoding.beam_search import beam_search, greedy_search, length_penalty
 from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
+from keras_s2s.padding import round_up
+from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID
 
 # copies of each layer output a float32 training step holds (outputs, masks, gradients): fitted to
 # peak memory measured on the three demo translation cards at lengths 64 and 256

@@ -18,11 +18,11 @@ from __future__ import annotations
 import numpy as np
 from keras import ops
 
+from keras_s2s.audio.io import read_audio
 from keras_s2s.backend import compile_with_weights, is_tensorflow, tf
 from keras_s2s.config import check_count
-from keras_s2s.data.audio import read_audio
-from keras_s2s.data.padding import round_up
 from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
+from keras_s2s.padding import round_up
 
 
 def ctc_loss(labels, logits, logit_lengths):

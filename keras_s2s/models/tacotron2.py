@@ -590,7 +590,7 @@ class Tacotron2(ZooModel):
         Returns per text {"mel": [T, M] float32 log-mel, "alignment": [T/r, L],
         "stopped": whether the stop token fired before the step limit}.
         """
-        from keras_s2s.data.text_normalization import normalize_text
+        from keras_s2s.text.normalization import normalize_text
 
         if self.vocabulary is None:
             raise ValueError(

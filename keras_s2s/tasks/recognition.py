@@ -10,14 +10,13 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from keras_s2s.audio.features import FeatureExtractor
 from keras_s2s.config import CardError
-from keras_s2s.data.characters import CharVocabulary, normalize_transcript
-from keras_s2s.data.padding import pad_multiple_for
 from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data
-from keras_s2s.data.speech_features import FeatureExtractor
 from keras_s2s.files import write_results
 from keras_s2s.metrics import error_rates
 from keras_s2s.models import SpeechToText
+from keras_s2s.padding import pad_multiple_for
 from keras_s2s.tasks.base import (
     PreparedTask,
     Task,
@@ -25,6 +24,7 @@ from keras_s2s.tasks.base import (
     prepare_audio,
     speech_test_split,
 )
+from keras_s2s.text.characters import CharVocabulary, normalize_transcript
 
 
 def evaluate_speech(

@@ -49,7 +49,7 @@ def attention_focus(alignment: np.ndarray) -> float:
 
 def dtw_mel_l1(target: np.ndarray, generated: np.ndarray) -> float:
     """Mean absolute log-mel difference over the dynamic-time-warping path between two [T, M] spectrograms."""
-    from keras_s2s.data.audio import require_audio_extra
+    from keras_s2s.audio.io import require_audio_extra
 
     librosa = require_audio_extra("librosa")
     if not len(generated):
@@ -94,7 +94,7 @@ def evaluate_synthesis(
     max_decoder_steps: int | None = None,
 ) -> dict:
     """Score `utterances` (normalized text + audio), print the summary, write eval.json and samples."""
-    from keras_s2s.data.audio import read_audio
+    from keras_s2s.audio.io import read_audio
     from keras_s2s.decoding.vocoder import GriffinLim
 
     if not utterances:
@@ -144,7 +144,7 @@ def write_synthesis(
 ) -> np.ndarray:
     """The WAV file `path` (atomically) from `item` (an `infer` result), and beside it NAME-alignment.png
     and NAME-mel.png (generated above `recording`'s when given); returns the samples."""
-    from keras_s2s.data.audio import write_wav
+    from keras_s2s.audio.io import write_wav
     from keras_s2s.plots import plot_alignment, plot_mels
 
     path = Path(path)

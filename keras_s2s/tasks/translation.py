@@ -11,17 +11,17 @@ import logging
 import time
 from pathlib import Path
 
-from keras_s2s.data.padding import pad_multiple_for
 from keras_s2s.data.parallel import load_parallel_data, read_splits
-from keras_s2s.data.tokenizer import (
-    load_run_tokenizer,
-    save_run_tokenizer,
-)
 from keras_s2s.files import atomic_write, write_results
 from keras_s2s.losses import SmoothedCrossEntropy
 from keras_s2s.metrics import MaskedAccuracy, score
 from keras_s2s.models import Seq2SeqLM
+from keras_s2s.padding import pad_multiple_for
 from keras_s2s.tasks.base import PreparedTask, Task, require_test_split, write_card
+from keras_s2s.text.tokenizer import (
+    load_run_tokenizer,
+    save_run_tokenizer,
+)
 
 log = logging.getLogger("keras_s2s")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import keras
 import tensorflow as tf
 
-from keras_s2s.data.characters import CharVocabulary
+from keras_s2s.text.characters import CharVocabulary
 
 
 class SpeechServer(tf.Module):

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import tensorflow as tf
 
-from keras_s2s.data.tokenizer import EOS_ID, SubwordTokenizer
+from keras_s2s.text.tokenizer import SubwordTokenizer
+from keras_s2s.token_ids import EOS_ID
 
 
 class TranslationServer(tf.Module):

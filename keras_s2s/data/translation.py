@@ -20,8 +20,8 @@ import numpy as np
 
 from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.data.batches import BucketedBatches, padded_rows
-from keras_s2s.data.padding import pad_time_to_multiple, round_up
-from keras_s2s.data.tokenizer import BOS_ID, EOS_ID
+from keras_s2s.padding import pad_time_to_multiple, round_up
+from keras_s2s.token_ids import BOS_ID, EOS_ID
 
 log = logging.getLogger("keras_s2s")
 

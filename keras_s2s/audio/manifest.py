@@ -20,8 +20,8 @@ import dataclasses
 import os
 from pathlib import Path
 
-from keras_s2s.data.corpus import CorpusError, read_lines
 from keras_s2s.files import atomic_write
+from keras_s2s.text.corpus import CorpusError, read_lines
 
 AUDIO_COLUMNS = ("wav_filename", "audio_filepath", "path", "audio", "file")
 TEXT_COLUMNS = ("transcript", "text", "sentence")

@@ -28,7 +28,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from keras_s2s.data.espeak import SpeechSynthesisError
+from keras_s2s.corpora.espeak import SpeechSynthesisError
 
 WORDS_PER_MINUTE = 180  # about Festival's own rate (13-word sentences last 4.3-4.4 s)
 MEAN_F0 = 105  # Hz: the diphone voices' intonation target (festvox/*_diphone.scm)

@@ -20,7 +20,8 @@ from typing import Iterable
 import keras
 import sentencepiece as spm
 
-PAD_ID, UNK_ID, BOS_ID, EOS_ID = 0, 1, 2, 3
+from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
+
 TRAINING_SENTENCES = (
     200_000  # SentencePiece learns from at most this many, drawn from the whole corpus
 )

@@ -77,7 +77,7 @@ class SubwordVocabulary:
     """
 
     def __init__(self, tokenizer):
-        from keras_s2s.data.tokenizer import SubwordTokenizer
+        from keras_s2s.text.tokenizer import SubwordTokenizer
 
         self.tokenizer = (
             SubwordTokenizer.from_config(tokenizer) if isinstance(tokenizer, dict) else tokenizer
@@ -85,7 +85,7 @@ class SubwordVocabulary:
 
     @classmethod
     def train(cls, transcripts: list[str], vocab_size: int = 256):
-        from keras_s2s.data.tokenizer import SubwordTokenizer
+        from keras_s2s.text.tokenizer import SubwordTokenizer
 
         return cls(
             SubwordTokenizer.train(

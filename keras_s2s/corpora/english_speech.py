@@ -54,22 +54,22 @@ import sys
 import time
 from pathlib import Path
 
-from keras_s2s.data.audio import require_audio_extra, resample
-from keras_s2s.data.corpus import CorpusError
-from keras_s2s.data.espeak import (
+from keras_s2s.audio.io import require_audio_extra, resample
+from keras_s2s.audio.manifest import write_manifest
+from keras_s2s.corpora.espeak import (
     SpeechSynthesisError,
     english_voices,
     synthesize,
     synthesize_mbrola,
     voice_variants,
 )
-from keras_s2s.data.espeak import mbrola_voices as mbrola_voices_here
-from keras_s2s.data.festival import FestivalError, synthesize_festival
-from keras_s2s.data.festival import festival_voices as festival_voices_here
-from keras_s2s.data.flite import flite_voices as flite_voices_here
-from keras_s2s.data.flite import synthesize_flite
-from keras_s2s.data.manifest import write_manifest
+from keras_s2s.corpora.espeak import mbrola_voices as mbrola_voices_here
+from keras_s2s.corpora.festival import FestivalError, synthesize_festival
+from keras_s2s.corpora.festival import festival_voices as festival_voices_here
+from keras_s2s.corpora.flite import flite_voices as flite_voices_here
+from keras_s2s.corpora.flite import synthesize_flite
 from keras_s2s.files import atomic_write, read_text
+from keras_s2s.text.corpus import CorpusError
 
 log = logging.getLogger("keras_s2s")
 SPLITS = ("test", "valid", "train")
@@ -431,7 +431,7 @@ def _spoken_by_festival(renditions: list[Rendition], plain: frozenset) -> dict[i
 
 
 def _run_in_processes(jobs: list, workers: int, bar) -> None:
-    """Synthesize each shard in a child process (`python -m keras_s2s.data.english_speech JOB`, so
+    """Synthesize each shard in a child process (`python -m keras_s2s.corpora.english_speech JOB`, so
     it imports nothing of the caller's), `workers` at a time. A child that crashes inside eSpeak NG
     is started again with the utterance it crashed on spoken by the plain voice."""
     queue = [(job, frozenset()) for job in jobs]
@@ -449,7 +449,7 @@ def _run_in_processes(jobs: list, workers: int, bar) -> None:
                     "renditions": [dataclasses.asdict(r) for r in job.renditions],
                 }
                 job_file.write_text(json.dumps(payload), encoding="utf-8")
-                command = [sys.executable, "-m", "keras_s2s.data.english_speech", str(job_file)]
+                command = [sys.executable, "-m", "keras_s2s.corpora.english_speech", str(job_file)]
                 running.append((subprocess.Popen(command), job, plain, job_file))
             time.sleep(0.05)
             for entry in [r for r in running if r[0].poll() is not None]:

@@ -26,9 +26,9 @@ import sys
 import time
 from pathlib import Path
 
-from keras_s2s.data.audio import resample, write_wav
-from keras_s2s.data.espeak import synthesize
-from keras_s2s.data.manifest import write_manifest
+from keras_s2s.audio.io import resample, write_wav
+from keras_s2s.audio.manifest import write_manifest
+from keras_s2s.corpora.espeak import synthesize
 from keras_s2s.files import staging_folder
 from keras_s2s.home import home
 

@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from keras_s2s.data.espeak import SpeechSynthesisError
+from keras_s2s.corpora.espeak import SpeechSynthesisError
 
 WORDS_PER_MINUTE = 180  # about flite's own rate (13-word sentences last 4.0-4.8 s)
 MEAN_F0 = {"kal": 95, "kal16": 95, "awb": 130, "rms": 100, "slt": 170}  # Hz, measured

@@ -26,8 +26,8 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
-from keras_s2s.data.characters import normalize_transcript
-from keras_s2s.data.text_normalization import normalize_text
+from keras_s2s.text.characters import normalize_transcript
+from keras_s2s.text.normalization import normalize_text
 
 MIN_WORDS, MAX_WORDS = 3, 25
 # kept out of training and tests for independent evaluation; GCIDE holds WordNet's glosses
