@@ -26,9 +26,13 @@ import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
 import yaml  # noqa: E402
 
-from keras_s2s.data.parallel import read_splits  # noqa: E402
-from keras_s2s.export import CTranslate2Translator, export_ctranslate2, export_saved_model  # noqa: E402
-from keras_s2s.export.native import with_compute_type  # noqa: E402
+from keras_s2s.data import read_splits  # noqa: E402
+from keras_s2s.export import (  # noqa: E402
+    CTranslate2Translator,
+    export_ctranslate2,
+    export_saved_model,
+    with_compute_type,  # noqa: E402
+)
 from keras_s2s.metrics import score  # noqa: E402
 from keras_s2s.presets import load_preset_directory  # noqa: E402
 

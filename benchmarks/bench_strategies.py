@@ -25,8 +25,10 @@ import tensorflow as tf  # noqa: E402
 from benchlib import interleaved_step_times  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
-from keras_s2s.distribution.placement import HybridParallel  # noqa: E402
-from keras_s2s.distribution.strategies import get_strategy  # noqa: E402
+from keras_s2s.distribution import (
+    HybridParallel,  # noqa: E402
+    get_strategy,  # noqa: E402
+)
 
 
 def split_device(gpu: bool, memory_mb: int = 16384) -> list[str]:

@@ -15,10 +15,10 @@ import random
 import re
 
 import keras_s2s
-from keras_s2s.audio.io import resample
-from keras_s2s.corpora.speech_demo import DemoTTS
+from keras_s2s.audio import resample
+from keras_s2s.corpora import DemoTTS
 from keras_s2s.metrics import error_rates
-from keras_s2s.text.normalization import normalize_text
+from keras_s2s.text import normalize_text
 
 parser = argparse.ArgumentParser(
     description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter

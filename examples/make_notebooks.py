@@ -160,7 +160,7 @@ history = model.fit(data.train, epochs=1, steps_per_epoch=10, verbose=2)""",
 i mod N (model parallel) and runs attention, the output projection and the loss on one batch shard per
 device (data parallel); gradients are computed where their forward ops ran. `time_chunks` splits each
 sequence so that the next layer can start on the first piece while this one works on the second.""",
-        """from keras_s2s.distribution.placement import HybridParallel
+        """from keras_s2s.distribution import HybridParallel
 
 hybrid = HybridParallel(devices, time_chunks=2)
 model = keras_s2s.zoo.load("gnmt_demo", tokenizer=data.tokenizer, units=32, precision="float32", strategy=hybrid)
@@ -187,8 +187,8 @@ import numpy as np
 import tensorflow as tf
 
 import keras_s2s
-from keras_s2s.audio.io import read_audio
-from keras_s2s.data.speech import load_speech_data
+from keras_s2s.audio import read_audio
+from keras_s2s.data import load_speech_data
 from keras_s2s.metrics import error_rates
 
 keras.utils.set_random_seed(0)""",
@@ -232,9 +232,9 @@ import numpy as np
 from IPython.display import Audio
 
 import keras_s2s
-from keras_s2s.text.normalization import normalize_text
-from keras_s2s.data.tts import load_tts_data
-from keras_s2s.decoding.vocoder import GriffinLim
+from keras_s2s.text import normalize_text
+from keras_s2s.data import load_tts_data
+from keras_s2s.decoding import GriffinLim
 
 keras.utils.set_random_seed(0)""",
         """md:## Text normalization

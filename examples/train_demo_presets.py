@@ -24,10 +24,10 @@ import json
 import tempfile
 from pathlib import Path
 
-from keras_s2s.data.parallel import read_splits
+from keras_s2s.data import read_splits
 from keras_s2s.presets import load_preset, load_preset_directory, pack_preset, save_to_preset
 from keras_s2s.tasks.translation import evaluate_translation
-from keras_s2s.training.runner import train
+from keras_s2s.training import train
 
 EPOCHS_GNMT = 6  # of 300 steps: longer than the card's 4 (alignment comes at a seed-dependent step)
 

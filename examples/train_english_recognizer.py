@@ -41,10 +41,9 @@ import subprocess
 from pathlib import Path
 
 import keras_s2s
-from keras_s2s.audio.manifest import combine_corpora, read_manifest
-from keras_s2s.corpora.english_speech import EnglishSpeech
-from keras_s2s.decoding.ctc_lm import LMDecoder
-from keras_s2s.decoding.ngram_lm import KneserNeyLM
+from keras_s2s.audio import combine_corpora, read_manifest
+from keras_s2s.corpora import EnglishSpeech
+from keras_s2s.decoding import KneserNeyLM, LMDecoder
 from keras_s2s.files import atomic_write
 from keras_s2s.metrics import error_rates
 from keras_s2s.presets import (
@@ -55,7 +54,7 @@ from keras_s2s.presets import (
     save_to_preset,
     sha256_of,
 )
-from keras_s2s.text.english import speakable_sentences
+from keras_s2s.text import speakable_sentences
 
 STAGES = ("text", "corpus", "lm", "train", "tune", "evaluate", "preset")
 DEBIAN_DESCRIPTIONS = (

@@ -13,9 +13,8 @@ import tempfile
 from pathlib import Path
 
 import keras_s2s
-from keras_s2s.audio.io import resample, write_wav
-from keras_s2s.corpora.espeak import synthesize
-from keras_s2s.corpora.speech_demo import DemoSpeech
+from keras_s2s.audio import resample, write_wav
+from keras_s2s.corpora import DemoSpeech, synthesize
 from keras_s2s.metrics import error_rates
 
 parser = argparse.ArgumentParser(

@@ -41,13 +41,12 @@ from pathlib import Path
 import numpy as np
 
 import keras_s2s
-from keras_s2s.audio.io import read_audio, resample, write_wav
-from keras_s2s.audio.manifest import read_manifest
-from keras_s2s.corpora.espeak import synthesize
-from keras_s2s.decoding.ctc_lm import LMDecoder
+from keras_s2s.audio import read_audio, read_manifest, resample, write_wav
+from keras_s2s.corpora import synthesize
+from keras_s2s.decoding import LMDecoder
 from keras_s2s.metrics import error_rates
 from keras_s2s.plots import plot_grouped_bars
-from keras_s2s.text.english import speakable_sentences
+from keras_s2s.text import speakable_sentences
 
 FLITE = {"flite kal16": "kal16", "flite awb": "awb", "flite rms": "rms", "flite slt": "slt"}
 FESTIVAL = {"festival ked": "ked_diphone", "festival slt hts": "cmu_us_slt_arctic_hts"}

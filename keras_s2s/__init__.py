@@ -16,11 +16,14 @@ _SUBMODULES = {
     "audio",
     "corpora",
     "data",
+    "decoding",
     "distribution",
+    "export",
     "models",
     "precision",
     "tasks",
     "text",
+    "training",
     "zoo",
 }
 _RUN_FUNCTIONS = {"train", "load_model"}  # from keras_s2s.training.runner

@@ -8,8 +8,9 @@ A card has four parts::
     training: {epochs: 5, ...}  # optimizer, schedule, precision, strategy
 
 `load_card` parses with `yaml.safe_load` semantics, validates every key and
-type against `SCHEMA` (and the architecture's constructor for `model`), and
-raises `CardError` naming the file, line, key and the valid choices.
+type against `SCHEMA`, the architecture's constructor (`model`) and the
+schema of the architecture's task (`data`, `Task.data_schema`), and raises
+`CardError` naming the file, line, key and the valid choices.
 
 Example:
     >>> card = load_card("zoo/gnmt.yaml", {"units": 256})
@@ -23,7 +24,6 @@ import copy
 import dataclasses
 import difflib
 import inspect
-import math
 import re
 from pathlib import Path
 from typing import Any
@@ -31,7 +31,6 @@ from typing import Any
 import yaml
 
 from keras_s2s.config import (
-    FITTABLE,
     OPTIMIZERS,
     PRECISIONS,
     SCHEDULES,
@@ -39,82 +38,22 @@ from keras_s2s.config import (
     CardError,
     CardLoader,
     is_sha256,
-    parse_duration,
     safe_load,
 )
 from keras_s2s.files import read_text
 from keras_s2s.home import zoo_dir
-
-
-class Choice:
-    """A string restricted to a fixed set of values."""
-
-    def __init__(self, *values: str):
-        self.values = values
-
-    def __repr__(self) -> str:
-        return "one of " + ", ".join(repr(v) for v in self.values)
-
-
-class Optional:
-    """A value of `kind` or null."""
-
-    def __init__(self, kind: Any):
-        self.kind = kind
-
-    def __repr__(self) -> str:
-        return f"{_type_name(self.kind)} or null"
-
-
-class Subset:
-    """A list of some of a fixed set of strings."""
-
-    def __init__(self, *values: str):
-        self.values = values
-
-    def __repr__(self) -> str:
-        return "a list of some of " + ", ".join(repr(v) for v in self.values)
-
-
-class Count:
-    """A whole number of at least `minimum` (steps, sentences, tokens, ...)."""
-
-    def __init__(self, minimum: int = 1):
-        self.minimum = minimum
-
-    def __repr__(self) -> str:
-        return f"a whole number of at least {self.minimum}"
-
-
-class Number:
-    """A finite number from `minimum` to `maximum` (either bound may be None)."""
-
-    def __init__(self, minimum: float | None = None, maximum: float | None = None):
-        self.minimum, self.maximum = minimum, maximum
-
-    def __repr__(self) -> str:
-        if self.maximum is None:
-            return f"a number of at least {self.minimum:g}"
-        return f"a number from {self.minimum:g} to {self.maximum:g}"
-
-    def holds(self, value: Any) -> bool:
-        return (
-            isinstance(value, (int, float))
-            and not isinstance(value, bool)
-            and math.isfinite(value)
-            and (self.minimum is None or value >= self.minimum)
-            and (self.maximum is None or value <= self.maximum)
-        )
-
-
-class Duration:
-    """A time span written with units: `25m`, `2h`, `1h30m`, `90s`, `1.5h` (see `parse_duration`)."""
-
-    def __repr__(self) -> str:
-        return "a duration such as 25m, 2h or 1h30m"
-
-
-COUNT, SIZE = Count(1), Count(0)  # SIZE: 0 allowed (e.g. num_train 0 = all)
+from keras_s2s.schema import (
+    COUNT,
+    SIZE,
+    Choice,
+    Count,
+    Duration,
+    Number,
+    Optional,
+    check_mapping,
+    suggest,
+    where,
+)
 
 SCHEMA: dict[str, Any] = {
     "name": str,
@@ -123,33 +62,7 @@ SCHEMA: dict[str, Any] = {
     "architecture": str,
     "presets": dict,  # name -> {url, sha256, size, description}: pretrained weights for zoo.load(weights=name)
     "model": dict,  # checked against the architecture's constructor
-    "data": {
-        "source": str,
-        "vocab_size": COUNT,
-        "max_length": COUNT,
-        "batch_size": COUNT,
-        "num_train": SIZE,
-        "num_valid": SIZE,
-        "num_test": SIZE,
-        "seed": int,
-        "bucket_width": COUNT,
-        "batch_tokens": Optional(COUNT),
-        "direction": Optional(str),
-        "tokenization": Choice("sentencepiece", "pretokenized"),
-        "shared_vocabulary": bool,
-        "source_vocab_size": Optional(COUNT),
-        # settings chosen from a corpus other than the demo (keras_s2s/data/fitting.py)
-        "fit_to_corpus": Subset(*FITTABLE),
-        # speech recognition
-        "features": dict,  # FeatureExtractor arguments
-        "characters": str,
-        "vocabulary": Choice("characters", "subword"),
-        "min_duration": float,
-        "max_duration": float,
-        "augment": dict,  # see keras_s2s/audio/augment.py
-        # speech synthesis
-        "cache": str,  # mel targets: memory, a file prefix, or "" (see keras_s2s/data/tts.py)
-    },
+    "data": dict,  # checked against the schema of the architecture's task (Task.data_schema)
     "training": {
         "epochs": COUNT,
         "steps_per_epoch": Optional(COUNT),
@@ -233,51 +146,6 @@ class Card:
         }
 
 
-def _type_name(kind: Any) -> str:
-    if isinstance(kind, type):
-        return {
-            "str": "string",
-            "int": "integer",
-            "float": "number",
-            "bool": "boolean",
-            "dict": "mapping",
-            "list": "list",
-        }.get(kind.__name__, kind.__name__)
-    if isinstance(kind, dict):
-        return "mapping"
-    return repr(kind)
-
-
-def _matches(value: Any, kind: Any) -> bool:
-    if isinstance(kind, Optional):
-        return value is None or _matches(value, kind.kind)
-    if isinstance(kind, Choice):
-        return isinstance(value, str) and value in kind.values
-    if isinstance(kind, Subset):
-        return isinstance(value, list) and all(
-            isinstance(v, str) and v in kind.values for v in value
-        )
-    if isinstance(kind, dict):
-        return isinstance(value, dict)
-    if kind is float:
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if kind is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    if isinstance(kind, Duration):
-        try:
-            parse_duration(value)
-            return True
-        except ValueError:
-            return False
-    if isinstance(kind, Count):
-        return isinstance(value, int) and not isinstance(value, bool) and value >= kind.minimum
-    if isinstance(kind, Number):
-        return kind.holds(value)
-    if kind is Any:
-        return True
-    return isinstance(value, kind)
-
-
 def _key_lines(text: str, source: str = "card") -> dict[tuple, int]:
     """Map each key path of a YAML mapping to its 1-based line number; a key written twice is an error."""
     lines: dict[tuple, int] = {}
@@ -300,36 +168,6 @@ def _key_lines(text: str, source: str = "card") -> dict[tuple, int]:
     except yaml.YAMLError:
         pass
     return lines
-
-
-def _where(source: str, lines: dict, path: tuple) -> str:
-    line = lines.get(path)
-    return f"{source}, line {line}" if line else source
-
-
-def _suggest(key: str, valid: list[str]) -> str:
-    close = difflib.get_close_matches(key, valid, n=1)
-    return f" (did you mean '{close[0]}'?)" if close else ""
-
-
-def _check_mapping(values: dict, schema: dict, path: tuple, source: str, lines: dict) -> None:
-    valid = sorted(schema)
-    for key, value in values.items():
-        key_path = path + (key,)
-        dotted = ".".join(map(str, key_path))
-        if key not in schema:
-            raise CardError(
-                f"{_where(source, lines, key_path)}: unknown key '{dotted}'"
-                f"{_suggest(str(key), valid)}. Valid keys here: {', '.join(valid)}"
-            )
-        kind = schema[key]
-        if not _matches(value, kind):
-            raise CardError(
-                f"{_where(source, lines, key_path)}: '{dotted}' must be {_type_name(kind)}, "
-                f"got {value!r} ({type(value).__name__})"
-            )
-        if isinstance(kind, dict):
-            _check_mapping(value, kind, key_path, source, lines)
 
 
 # passed as objects, never set in a card
@@ -364,31 +202,34 @@ def architecture_arguments(cls: type) -> dict[str, Any]:
 def validate(raw: Any, source: str, lines: dict | None = None, path: str | None = None) -> Card:
     """Validate a parsed card and return it as a `Card`; `source` names it in errors, `path` (default
     `source`) is its file, which names a card without `name:`."""
-    from keras_s2s.models import ARCHITECTURES  # here: listing the cards needs no TensorFlow
+    from keras_s2s import tasks  # here: listing the cards needs no Keras
+    from keras_s2s.models import ARCHITECTURES
 
     lines = lines or {}
     if not isinstance(raw, dict):
         raise CardError(f"{source}: a model card must be a YAML mapping, got {type(raw).__name__}")
-    _check_mapping(raw, SCHEMA, (), source, lines)
+    check_mapping(raw, SCHEMA, (), source, lines)
     for key in REQUIRED:
         if key not in raw:
             raise CardError(f"{source}: missing required key '{key}'")
     arch = raw["architecture"]
     if arch not in ARCHITECTURES:
         raise CardError(
-            f"{_where(source, lines, ('architecture',))}: unknown architecture '{arch}'"
-            f"{_suggest(arch, sorted(ARCHITECTURES))}. Valid: {', '.join(sorted(ARCHITECTURES))}"
+            f"{where(source, lines, ('architecture',))}: unknown architecture '{arch}'"
+            f"{suggest(arch, sorted(ARCHITECTURES))}. Valid: {', '.join(sorted(ARCHITECTURES))}"
         )
     model_schema = architecture_arguments(ARCHITECTURES[arch])
-    _check_mapping(raw["model"], model_schema, ("model",), source, lines)
+    check_mapping(raw["model"], model_schema, ("model",), source, lines)
+    task = tasks.for_architecture(ARCHITECTURES[arch])
+    check_mapping(raw["data"], task.data_schema, ("data",), source, lines, owner=task.name)
     for preset, entry in (raw.get("presets") or {}).items():
         if not isinstance(entry, dict) or "url" not in entry:
             raise CardError(
-                f"{_where(source, lines, ('presets', preset))}: preset '{preset}' needs url"
+                f"{where(source, lines, ('presets', preset))}: preset '{preset}' needs url"
             )
         if "sha256" in entry and not is_sha256(entry["sha256"]):
             raise CardError(
-                f"{_where(source, lines, ('presets', preset, 'sha256'))}: preset '{preset}': sha256 "
+                f"{where(source, lines, ('presets', preset, 'sha256'))}: preset '{preset}': sha256 "
                 f"must be 64 hexadecimal characters (or left out, unverified); got {entry['sha256']!r}"
             )
     # a card without a name is named after its file, in characters every backend takes in a name
@@ -408,23 +249,27 @@ def validate(raw: Any, source: str, lines: dict | None = None, path: str | None 
 def _resolve_override_key(card: dict, key: str) -> list[tuple]:
     """Where a bare or dotted override key lives in the card (every section that has it; `vocab_size`:
     the data part, which the model takes it from)."""
+    from keras_s2s import tasks
     from keras_s2s.models import ARCHITECTURES
 
     if "." in key:
         return [tuple(key.split("."))]
-    arch_args = architecture_arguments(ARCHITECTURES.get(card.get("architecture"), object))
+    architecture = ARCHITECTURES.get(card.get("architecture"))
+    arch_args = architecture_arguments(architecture or object)
+    data_schema = tasks.for_architecture(architecture).data_schema if architecture else {}
     homes = []
     if key in arch_args and not (key in DATA_SIZED and key not in card.get("model", {})):
         homes.append(("model", key))
-    for section in ("data", "training"):
-        if key in SCHEMA[section]:
-            homes.append((section, key))
-    if key in SCHEMA and not isinstance(SCHEMA[key], dict):
+    if key in data_schema:
+        homes.append(("data", key))
+    if key in SCHEMA["training"]:
+        homes.append(("training", key))
+    if key in SCHEMA and key not in ("data", "training"):  # name, description, ...
         homes.append((key,))
     if not homes:
-        valid = sorted(set(arch_args) | set(SCHEMA["data"]) | set(SCHEMA["training"]))
+        valid = sorted(set(arch_args) | set(data_schema) | set(SCHEMA["training"]))
         raise CardError(
-            f"override '{key}': unknown setting{_suggest(key, valid)}. "
+            f"override '{key}': unknown setting{suggest(key, valid)}. "
             f"Valid settings: {', '.join(valid)} (or a dotted path such as training.learning_rate)"
         )
     return homes
@@ -510,7 +355,7 @@ def read_card(path: str | Path, _seen: tuple = ()) -> tuple[dict, dict]:
     base = raw.pop("base")
     if not isinstance(base, str) or not base:
         raise CardError(
-            f"{_where(str(path), lines, ('base',))}: 'base' must name a card, got {base!r}"
+            f"{where(str(path), lines, ('base',))}: 'base' must name a card, got {base!r}"
         )
     base_path = card_path(base) if not base.endswith((".yaml", ".yml")) else path.parent / base
     if base_path.resolve() in _seen + (path.resolve(),):

@@ -90,15 +90,22 @@ def _add_lm_flags(parser) -> None:
 
 
 def _add_decoding_flags(parser, beam_width: int = 1, coverage: bool = True) -> None:
-    """--beam-width, --length-penalty (and --coverage-penalty): how a model decodes (a recognizer:
-    --beam-width alone, its CTC beam)."""
-    parser.add_argument("--beam-width", type=COUNT, default=beam_width,
+    """--beam-width, --length-penalty (and --coverage-penalty): how a model decodes. Unset flags stay
+    None: the task's `decoding_options` hold the defaults and refuse another task's option."""
+    parser.add_argument("--beam-width", type=COUNT,
                         help=f"hypotheses kept by the beam search (1 = greedy; default {beam_width})")  # fmt: skip
-    parser.add_argument("--length-penalty", type=_finite, default=0.6,
-                        help="GNMT alpha for beam search (default 0.6)")  # fmt: skip
+    parser.add_argument("--length-penalty", type=_finite,
+                        help="GNMT alpha for a translation model's beam search (default 0.6)")  # fmt: skip
     if coverage:
-        parser.add_argument("--coverage-penalty", type=_finite, default=0.0,
-                            help="GNMT beta for beam search (0 = off)")  # fmt: skip
+        parser.add_argument("--coverage-penalty", type=_finite,
+                            help="GNMT beta for a translation model's beam search (default 0: off)")  # fmt: skip
+
+
+def _decoding(args, **more) -> dict:
+    """The decoding options given on the command line (flags left unset are not in it)."""
+    names = ("beam_width", "length_penalty", "coverage_penalty")
+    given = {name: getattr(args, name, None) for name in names}
+    return {name: value for name, value in {**given, **more}.items() if value is not None}
 
 
 def _no_arguments(parser) -> None:
@@ -392,16 +399,19 @@ class _Progress:
 
 def _translate(args) -> None:
     """Stream the input in chunks: memory stays flat however long the input is."""
+    from keras_s2s import tasks
     from keras_s2s.files import atomic_write
 
     if args.input and not os.path.isfile(args.input):
         raise FileNotFoundError(f"{args.input}: input file not found")
-    options = dict(batch_size=args.batch_size, beam_width=args.beam_width)
-    options["length_penalty"] = args.length_penalty
+    options = {
+        "batch_size": args.batch_size,
+        **tasks.get("translation").decoding(**_decoding(args)),
+    }
     if args.engine == "ctranslate2":
         from keras_s2s.export.ctranslate2 import translator_for
 
-        if args.coverage_penalty:
+        if options.pop("coverage_penalty"):
             raise ValueError("--coverage-penalty is a native-engine option (CTranslate2 has none)")
         model = translator_for(args.model, compute_type=args.compute_type)
     else:
@@ -409,7 +419,6 @@ def _translate(args) -> None:
 
         check_compute_type(args.compute_type)  # before the model loads
         model = with_compute_type(_load_for("translation", args.model), args.compute_type)
-        options["coverage_penalty"] = args.coverage_penalty
     source = open(args.input, "rb") if args.input else sys.stdin.buffer
     if args.input:
         with open(args.input, "rb") as counted:
@@ -455,11 +464,11 @@ def _load_for(task: str, run_dir: str):
     return tasks.get(task).require(model, run_dir)
 
 
-def _lm_settings(args) -> tuple[str | None, float, float]:
-    """(LM path, alpha, beta) of --lm/--alpha/--beta. `--lm preset` is the word LM that ships in the
-    zoo preset given as --model NAME:PRESET, with the weight and bonus tuned for it (unless given)."""
-    alpha, beta = args.alpha, args.beta
-    path = args.lm
+def _lm_settings(args) -> dict:
+    """The word-LM options given (`lm`, `alpha`, `beta`; unset ones left out). `--lm preset` is the
+    word LM that ships in the zoo preset given as --model NAME:PRESET, with the weight and bonus
+    tuned for it (unless given)."""
+    given = {name: getattr(args, name) for name in ("lm", "alpha", "beta")}
     if args.lm == "preset":
         from keras_s2s import zoo
         from keras_s2s.presets import read_metadata
@@ -472,17 +481,16 @@ def _lm_settings(args) -> tuple[str | None, float, float]:
         if not path.is_file():
             raise FileNotFoundError(f"{args.model}: the preset ships no word LM (lm.arpa.gz)")
         tuned = read_metadata(folder).get("lm", {})
-        alpha = tuned.get("alpha", 0.5) if alpha is None else alpha
-        beta = tuned.get("beta", 1.0) if beta is None else beta
-    return (
-        (str(path) if path else None),
-        (0.5 if alpha is None else alpha),
-        (1.0 if beta is None else beta),
-    )
+        given = {
+            "lm": str(path),
+            **{k: tuned.get(k) for k in ("alpha", "beta")},
+            **{name: value for name, value in given.items() if name != "lm" and value is not None},
+        }
+    return {name: value for name, value in given.items() if value is not None}
 
 
 def _export(args) -> None:
-    from keras_s2s import backend
+    from keras_s2s import backend, tasks
     from keras_s2s.files import atomic_write
     from keras_s2s.training.runner import load_model
 
@@ -506,9 +514,9 @@ def _export(args) -> None:
     else:
         from keras_s2s.export import export_saved_model
 
-        export_saved_model(
-            model, args.out, beam_width=args.beam_width, length_penalty=args.length_penalty
-        )
+        options = _decoding(args)
+        tasks.of_model(model).decoding(**options)  # a recognizer's export takes --beam-width only
+        export_saved_model(model, args.out, **options)
     print(f"exported {args.model} to {args.out} ({args.format})")
 
 
@@ -559,6 +567,7 @@ def _estimate_lm(args) -> None:
 
 def _transcribe(args) -> int:
     """Print each file's transcript; a file that cannot be read is reported and the rest transcribed."""
+    from keras_s2s import tasks
     from keras_s2s.audio.io import AudioError, read_audio
 
     model = _load_for("recognition", args.model)
@@ -572,8 +581,9 @@ def _transcribe(args) -> int:
     failed = len(args.audio) - len(readable)
     from keras_s2s.decoding.ctc_lm import lm_decoder
 
-    lm = lm_decoder(model.vocabulary, *_lm_settings(args), args.beam_width)
-    texts = model.transcribe(samples, beam_width=args.beam_width, lm=lm) if samples else []
+    options = tasks.get("recognition").decoding(**_decoding(args, **_lm_settings(args)))
+    lm = lm_decoder(model.vocabulary, *(options[k] for k in ("lm", "alpha", "beta", "beam_width")))
+    texts = model.transcribe(samples, beam_width=options["beam_width"], lm=lm) if samples else []
     for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)
     if failed:
@@ -679,17 +689,11 @@ def _train(args) -> None:
 def _evaluate(args) -> None:
     from keras_s2s.training.runner import evaluate_run
 
-    lm, alpha, beta = _lm_settings(args)
     evaluate_run(
         args.model,
         data=",".join(args.data) if args.data else None,
-        beam_width=args.beam_width,
-        length_penalty=args.length_penalty,
-        coverage_penalty=args.coverage_penalty,
-        lm=lm,
-        alpha=alpha,
-        beta=beta,
         out=args.out,
+        **_decoding(args, **_lm_settings(args)),
     )
 
 

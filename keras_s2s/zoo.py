@@ -30,19 +30,19 @@ log = logging.getLogger("keras_s2s")
 def get_card(name: str, **overrides) -> Card:
     """The validated card of `name` (a zoo name or a .yaml path) with overrides applied; its `data`
     keys are its task's (a speech key on a translation card is refused by name)."""
-    card = load_card(card_path(name), overrides)
-    tasks.for_card(card).check_data_keys(card)
-    return card
+    return load_card(card_path(name), overrides)
 
 
-def compile_model(model: keras.Model, card: Card, policy: str) -> keras.Model:
+def compile_model(
+    model: keras.Model, card: Card, policy: str, task: tasks.Task | None = None
+) -> keras.Model:
     """Compile `model` with the card's optimizer, schedule and loss-scale settings, and its task's loss and
     metrics (translation: label-smoothed cross-entropy and token accuracy; speech recognizers (CTC) and
     synthesizers (mel + stop token) compute their losses themselves)."""
     training = card.training
     model.compile(
         optimizer=build_optimizer(training, policy),
-        **tasks.of_model(model).compile_arguments(card),
+        **(task or tasks.of_model(model)).compile_arguments(card),
         steps_per_execution=training.get("steps_per_execution", 1),
         jit_compile=jit_compile_for(card),
     )
@@ -62,10 +62,10 @@ def jit_compile_for(card: Card) -> bool:
     return True
 
 
-def _precision_and_scope(card: Card, strategy):
-    """Set the card's precision policy; the strategy (or None) and the scope to build in (the strategy's,
-    or the user's current one)."""
-    policy = set_precision(card.training.get("precision", "auto"))
+def _precision_and_scope(card: Card, strategy, policy: str | None = None):
+    """The precision policy (the card's, set now, unless the caller resolved and set it: `policy`);
+    the strategy (or None) and the scope to build in (the strategy's, or the user's current one)."""
+    policy = policy or set_precision(card.training.get("precision", "auto"))
     if not is_tensorflow():
         from keras_s2s.distribution.jax_parallel import distribution_for
 
@@ -98,22 +98,30 @@ def _place(card: Card, model: keras.Model, strategy) -> None:
 
 
 def build_from_card(
-    card: Card, tokenizer=None, strategy=None, vocabulary=None, extractor=None
+    card: Card,
+    tokenizer=None,
+    strategy=None,
+    vocabulary=None,
+    extractor=None,
+    task: tasks.Task | None = None,
+    policy: str | None = None,
 ) -> keras.Model:
     """Set precision, then build and compile the card's model inside the strategy's scope.
 
     Translation models take a `tokenizer`; speech recognizers and
     synthesizers a `vocabulary` and an `extractor` (default: those the card's
-    data part describes).
+    data part describes). A training run passes the `task` and the `policy`
+    it resolved (and set) once; by default they come from the card.
     """
-    policy, strategy, scope = _precision_and_scope(card, strategy)
+    policy, strategy, scope = _precision_and_scope(card, strategy, policy)
+    task = task or tasks.for_card(card)
     assets = {"tokenizer": tokenizer, "vocabulary": vocabulary, "extractor": extractor}
-    kwargs = {**card.model, **tasks.for_card(card).model_arguments(card, **assets)}
+    kwargs = {**card.model, **task.model_arguments(card, **assets)}
     with scope:
         model = ARCHITECTURES[card.architecture](name=card.name, **kwargs)
         _place(card, model, strategy)
         model.build()
-        compile_model(model, card, policy)
+        compile_model(model, card, policy, task)
     limit = getattr(model, "max_positions_limit", None)
     if limit is not None and card.data.get("max_length", 0) + 1 > limit:  # +1: BOS or EOS
         raise CardError(

@@ -95,8 +95,15 @@ def build(architecture: str, **settings):
 
     card, overrides = ARCHITECTURES[architecture]
     keras.utils.set_random_seed(0)
-    settings = {"strategy": "default", **overrides, **settings}
-    return zoo.load(card, precision="float32", schedule="constant", learning_rate=0.003, **settings)
+    settings = {
+        "strategy": "default",
+        "precision": "float32",
+        "schedule": "constant",
+        "learning_rate": 0.003,
+        **overrides,
+        **settings,
+    }
+    return zoo.load(card, **settings)
 
 
 def batch(architecture: str, model, size: int = 4, seed: int = 0):

@@ -11,8 +11,6 @@ from pathlib import Path
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
-# the test files that run under both backends (the JAX pass runs only these)
-JAX_PASS = ("test_backends.py", "test_architecture.py")
 
 if BACKEND == "jax":
     os.environ["XLA_FLAGS"] = (
@@ -23,6 +21,7 @@ if BACKEND == "jax":
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+from devices import JAX_PASS  # noqa: E402
 
 if BACKEND == "tensorflow":
     import tensorflow as tf
@@ -31,9 +30,6 @@ if BACKEND == "tensorflow":
     tf.config.set_logical_device_configuration(
         _cpu, [tf.config.LogicalDeviceConfiguration(), tf.config.LogicalDeviceConfiguration()]
     )
-    CPU_DEVICES = [d.name for d in tf.config.list_logical_devices("CPU")]
-else:
-    CPU_DEVICES = [str(d) for d in keras.distribution.list_devices()]
 
 
 def pytest_ignore_collect(collection_path, config):
@@ -79,11 +75,3 @@ def demo_data():
         max_length=48,
         repeat=True,
     )
-
-
-def tiny_gnmt(vocab_size=64, **kwargs):
-    from keras_s2s.models import GNMT
-
-    args = dict(vocab_size=vocab_size, num_layers=3, units=16, dropout=0.0)
-    args.update(kwargs)
-    return GNMT(**args)

@@ -261,11 +261,11 @@ def test_fused_adam_refuses_a_variable_it_was_not_built_for():
 
 
 def test_a_loss_scale_rule_trains_under_a_mirrored_strategy():
-    from conftest import CPU_DEVICES
+    from devices import cpu_devices
 
     from keras_s2s.distribution.strategies import get_strategy
 
-    settings = {**TINY_GNMT, "strategy": get_strategy("mirrored", devices=CPU_DEVICES)}
+    settings = {**TINY_GNMT, "strategy": get_strategy("mirrored", devices=cpu_devices())}
     model = zoo.load(
         "gnmt",
         precision="mixed_float16",
@@ -284,12 +284,12 @@ def test_a_loss_scale_rule_trains_under_a_mirrored_strategy():
 
 def mirrored_twins(precision, **settings):
     """One model without and one with accumulation under a MirroredStrategy over the 2 logical CPUs, equal weights."""
-    from conftest import CPU_DEVICES
+    from devices import cpu_devices
 
     from keras_s2s.distribution.strategies import get_strategy
 
     return twin_models(
-        precision, **settings, strategy=get_strategy("mirrored", devices=CPU_DEVICES)
+        precision, **settings, strategy=get_strategy("mirrored", devices=cpu_devices())
     )
 
 
@@ -346,12 +346,12 @@ def test_accumulation_under_a_mirrored_strategy_equals_one_k_times_larger_global
 @pytest.mark.parametrize("algorithm", ["dynamic", "static", "logmax"])
 def test_an_overflow_on_one_replica_makes_the_step_non_finite_on_all(algorithm):
     import tensorflow as tf
-    from conftest import CPU_DEVICES
+    from devices import cpu_devices
 
     from keras_s2s.distribution.strategies import get_strategy
     from keras_s2s.precision.loss_scale import build_loss_scale_optimizer
 
-    strategy = get_strategy("mirrored", devices=CPU_DEVICES)
+    strategy = get_strategy("mirrored", devices=cpu_devices())
     with strategy.scope():
         optimizer = build_loss_scale_optimizer(keras.optimizers.SGD(), {"algorithm": algorithm})
 

@@ -19,6 +19,7 @@ LAYERS = {
     "config": 1,
     "backend": 1,
     "padding": 1,
+    "schema": 2,
     "text": 2,
     "precision": 2,
     "presets": 2,
@@ -33,8 +34,8 @@ LAYERS = {
     "corpora": 4,
     "models": 5,
     "data": 5,
-    "cards": 6,
-    "tasks": 7,
+    "tasks": 6,
+    "cards": 7,
     "zoo": 8,
     "export": 8,
     "training": 9,
@@ -118,6 +119,7 @@ MODEL_CORE = (
     "precision",
     "zoo",
     "cards",
+    "schema",
 )
 
 

@@ -13,34 +13,26 @@ import backend_twin as twin
 import keras
 import numpy as np
 import pytest
+from model_testing import assert_same_outputs, run_model_test
 
 BACKEND = keras.backend.backend()
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _equal_outputs(first: dict, second: dict, atol: float = 1e-4):
-    assert set(first) == set(second)
-    for key in first:
-        a, b = np.asarray(first[key]), np.asarray(second[key])
-        if a.dtype.kind in "iuUSO":
-            np.testing.assert_array_equal(a, b, err_msg=key)
-        else:
-            np.testing.assert_allclose(a, b, atol=atol, rtol=1e-5, err_msg=key)
+def test_the_model_helper_covers_every_registered_architecture():
+    from keras_s2s.models import ARCHITECTURES
+
+    assert set(twin.ARCHITECTURES) == set(ARCHITECTURES)
 
 
 @pytest.mark.parametrize("architecture", list(twin.ARCHITECTURES))
-def test_every_architecture_trains_reloads_and_decodes(architecture, tmp_path):
-    model = twin.build(architecture)
-    inputs, labels = twin.batch(architecture, model)
-    losses = model.fit(inputs, labels, epochs=4, verbose=0).history["loss"]
-    assert all(math.isfinite(loss) for loss in losses), losses
-    assert losses[-1] < losses[0], losses
-    model.save_weights(tmp_path / "tiny.weights.h5")
-    reloaded = twin.build(architecture)
-    reloaded.load_weights(tmp_path / "tiny.weights.h5")
-    _equal_outputs(
-        twin.outputs(architecture, model, inputs, labels),
-        twin.outputs(architecture, reloaded, inputs, labels),
+def test_every_architecture_passes_the_model_checks(architecture, tmp_path):
+    """Config round trip, training, `.keras` save and load, bfloat16 (tests/model_testing.py)."""
+    model = run_model_test(
+        lambda **settings: twin.build(architecture, **settings),
+        lambda model: twin.batch(architecture, model),
+        lambda model, inputs, labels: twin.outputs(architecture, model, inputs, labels),
+        tmp_path,
         atol=1e-6,
     )
     if architecture == "tacotron2":
@@ -85,7 +77,7 @@ def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     for architecture, tensorflow_outputs in expected.items():
         jax_outputs = dict(np.load(tmp_path / f"{architecture}.jax.npz"))
-        _equal_outputs(tensorflow_outputs, jax_outputs)
+        assert_same_outputs(tensorflow_outputs, jax_outputs)
         if architecture not in twin.RECURRENT:
             continue
         # the other way: weights trained on JAX, loaded here (losses and outputs; decoded ids of
@@ -96,10 +88,10 @@ def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
         inputs = {key[3:]: saved[key] for key in saved.files if key.startswith("in_")}
         trained = dict(np.load(tmp_path / f"{architecture}.jax-trained.npz"))
         here = twin.outputs(architecture, model, inputs, saved["labels"], decode=False)
-        _equal_outputs({key: trained[key] for key in here}, here)
+        assert_same_outputs({key: trained[key] for key in here}, here)
     # the shipped presets (trained on TensorFlow) decode the same on JAX
     presets = twin.preset_outputs(str(tmp_path / "speech.wav"))
-    _equal_outputs(presets, dict(np.load(tmp_path / "presets.jax.npz")))
+    assert_same_outputs(presets, dict(np.load(tmp_path / "presets.jax.npz")))
     assert presets["transcript"][0].startswith("the red dog")  # a sentence the demo corpus lacks
 
 

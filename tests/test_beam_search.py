@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_gnmt
+from tiny import tiny_gnmt
 
 from keras_s2s.decoding.beam_search import beam_search, length_penalty
 from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID

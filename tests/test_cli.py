@@ -307,7 +307,7 @@ def test_cores_busy_is_the_processes_cpu_seconds_over_wall_seconds(monkeypatch):
 
 @pytest.mark.slow
 def test_train_on_two_aligned_files_with_the_hybrid_strategy(tmp_path, capsys):
-    from conftest import CPU_DEVICES
+    from devices import cpu_devices
 
     from keras_s2s.corpora import DemoCorpus
 
@@ -330,7 +330,7 @@ def test_train_on_two_aligned_files_with_the_hybrid_strategy(tmp_path, capsys):
                 "--strategy",
                 "hybrid",
                 "--devices",
-                ",".join(CPU_DEVICES),
+                ",".join(cpu_devices()),
                 "--set",
                 "time_chunks=2",
                 *TINY,
@@ -511,7 +511,7 @@ def test_each_architecture_trains_on_a_split_directory_evaluates_averages_and_tr
 
 def test_mirrored_training_over_several_epochs_and_checkpoint_averaging(tmp_path, capsys):
     import numpy as np
-    from conftest import CPU_DEVICES
+    from devices import cpu_devices
 
     from keras_s2s.training.runner import average_checkpoints, load_model
 
@@ -530,7 +530,7 @@ def test_mirrored_training_over_several_epochs_and_checkpoint_averaging(tmp_path
                 "--strategy",
                 "mirrored",
                 "--devices",
-                ",".join(CPU_DEVICES),
+                ",".join(cpu_devices()),
                 *TINY,
             ]
         )

@@ -253,15 +253,50 @@ def test_an_alias_bomb_is_refused_before_it_expands_and_a_small_alias_still_work
     assert load_card(write(tmp_path / "small.yaml", small)).training["lr_floor"] == 0.002
 
 
-def test_a_card_takes_only_its_tasks_data_keys(capsys):
-    """A speech key on a translation card was a TypeError traceback when the data loaded."""
+def test_a_card_takes_only_its_tasks_data_keys(tmp_path, capsys):
+    """A speech key on a translation card was a TypeError traceback when the data loaded: each task
+    owns its data schema, and a key of another task is refused by file, line and the valid keys."""
     from keras_s2s.cli import main
 
-    with pytest.raises(CardError, match=r"data.min_duration is not a translation setting; a tr"):
+    with pytest.raises(CardError, match=r"unknown key 'data.min_duration' of a translation card"):
         zoo.get_card("gnmt_demo", **{"data.min_duration": 1.0})
-    with pytest.raises(CardError, match=r"data.tokenization is not a recognition setting"):
+    with pytest.raises(CardError, match=r"'data.tokenization' of a recognition card"):
         zoo.get_card("jasper_demo", **{"data.tokenization": "pretokenized"})
-    with pytest.raises(CardError, match=r"data.augment is not a synthesis setting"):
+    with pytest.raises(CardError, match=r"'data.augment' of a synthesis card"):
         zoo.get_card("tacotron2_demo", **{"data.augment": {}})
-    assert main(["train", "gnmt_demo", "--data", "demo", "--set", "data.min_duration=1.0"]) == 2
-    assert "data.min_duration is not a translation setting" in capsys.readouterr().err
+    with pytest.raises(CardError, match=r"override 'min_duration': unknown setting"):
+        zoo.get_card("gnmt_demo", min_duration=1.0)  # a bare key finds no home on this card
+    assert zoo.get_card("jasper_demo", min_duration=0.5).data["min_duration"] == 0.5
+    card = write(tmp_path / "mixed.yaml", "base: gnmt_demo\ndata:\n  source: demo\n  augment: {}\n")
+    with pytest.raises(CardError) as error:
+        zoo.get_card(str(card))
+    assert f"{card}, line 4: unknown key 'data.augment' of a translation card" in str(error.value)
+    assert "Valid keys here: batch_size, batch_tokens, bucket_width," in str(error.value)
+    assert main(["train", str(card), "--out", str(tmp_path / "run")]) == 2
+    assert "line 4: unknown key 'data.augment' of a translation card" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_each_task_owns_its_decoding_options(tmp_path, capsys):
+    """A recognizer's LM option on a translation model (or a translation option on a recognizer) was
+    swallowed by `**_`; now the task names the options its models decode with."""
+    import shutil
+
+    from keras_s2s.cli import main
+
+    assert tasks.get("translation").decoding(beam_width=4) == {
+        "beam_width": 4,
+        "length_penalty": 0.6,
+        "coverage_penalty": 0.0,
+    }
+    assert tasks.get("recognition").decoding(lm="lm.arpa")["alpha"] == 0.5
+    with pytest.raises(ValueError, match=r"beam_width: not a decoding option of a speech synth"):
+        tasks.get("synthesis").decoding(beam_width=2)
+    run = tmp_path / "run"  # refused before the model would load: a card is all it takes
+    run.mkdir()
+    shutil.copy(zoo.card_path("gnmt_demo"), run / "card.yaml")
+    assert main(["evaluate", "--model", str(run), "--lm", "words.arpa"]) == 2
+    error = capsys.readouterr().err
+    assert "lm: not a decoding option of a translation model (its options: beam_width, " in error
+    assert main(["evaluate", "--model", "jasper_english:english", "--length-penalty", "1"]) == 2
+    assert "length_penalty: not a decoding option of a speech recognizer" in capsys.readouterr().err

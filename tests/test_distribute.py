@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import CPU_DEVICES
+from devices import cpu_devices
 
 from keras_s2s import zoo
 from keras_s2s.distribution.strategies import _tf_config_workers, get_strategy
@@ -14,13 +14,15 @@ def test_named_strategies(monkeypatch):
     monkeypatch.delenv("TF_CONFIG", raising=False)
     assert get_strategy("default") is tf.distribute.get_strategy()
     assert get_strategy("auto").num_replicas_in_sync == 1
-    mirrored = get_strategy("mirrored", devices=CPU_DEVICES)
+    mirrored = get_strategy("mirrored", devices=cpu_devices())
     assert (
         isinstance(mirrored, tf.distribute.MirroredStrategy) and mirrored.num_replicas_in_sync == 2
     )
     assert get_strategy(mirrored) is mirrored
-    assert get_strategy("mirrored", devices=CPU_DEVICES) is mirrored, "one strategy per device set"
-    assert isinstance(get_strategy("auto", devices=CPU_DEVICES), tf.distribute.MirroredStrategy)
+    assert get_strategy("mirrored", devices=cpu_devices()) is mirrored, (
+        "one strategy per device set"
+    )
+    assert isinstance(get_strategy("auto", devices=cpu_devices()), tf.distribute.MirroredStrategy)
     with pytest.raises(ValueError, match="strategy must be one of"):
         get_strategy("parallel")
 
@@ -38,7 +40,7 @@ def test_auto_detects_multiple_workers_from_tf_config(monkeypatch):
 
 
 def test_load_builds_inside_a_given_strategy_and_inside_the_users_scope():
-    strategy = get_strategy("mirrored", devices=CPU_DEVICES)
+    strategy = get_strategy("mirrored", devices=cpu_devices())
     model = zoo.load(
         "gnmt", vocab_size=30, num_layers=2, units=8, precision="float32", strategy=strategy
     )
@@ -75,7 +77,7 @@ def test_mirrored_over_two_devices_matches_one_device():
     target = rng.integers(4, 50, (n, length)).astype("int32")
     batches = ({"source": source, "target_in": target}, target)
     loss_one, weights_one = _train(get_strategy("default"), batches)
-    loss_two, weights_two = _train(get_strategy("mirrored", devices=CPU_DEVICES), batches)
+    loss_two, weights_two = _train(get_strategy("mirrored", devices=cpu_devices()), batches)
     assert loss_two == pytest.approx(loss_one, rel=1e-4)
     for a, b in zip(weights_one, weights_two):
         np.testing.assert_allclose(a, b, atol=1e-4)

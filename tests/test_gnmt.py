@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import tiny_gnmt
+from tiny import tiny_gnmt
 
 from keras_s2s.models import GNMT
 from keras_s2s.text.tokenizer import SubwordTokenizer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import keras
 import pytest
-from conftest import JAX_PASS
+from devices import JAX_PASS
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -6,14 +6,15 @@ import keras
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import CPU_DEVICES, tiny_gnmt
+from devices import cpu_devices
+from tiny import tiny_gnmt
 
 from keras_s2s import zoo
 from keras_s2s.config import CardError
 from keras_s2s.distribution.placement import HybridParallel, hybrid_loss
 from keras_s2s.losses import SmoothedCrossEntropy
 
-DEVICES = [tf.DeviceSpec.from_string(d).to_string() for d in CPU_DEVICES]
+DEVICES = [tf.DeviceSpec.from_string(d).to_string() for d in cpu_devices()]
 
 
 def _canonical(device):

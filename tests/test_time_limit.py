@@ -10,15 +10,17 @@ import tensorflow as tf
 import yaml
 from tiny import TINY_GNMT, flags
 
+from keras_s2s import zoo
 from keras_s2s.cli import main
 from keras_s2s.config import CardError, parse_duration
 from keras_s2s.training.backup import AtomicBackupAndRestore
+from keras_s2s.training.runner import _run_card
 from keras_s2s.training.time_limit import (
     DeadlineLearningRate,
     TimeLimit,
     deadline_rate,
     format_duration,
-    schedule_for_time_limit,
+    schedule_replaced_by_deadline,
 )
 
 
@@ -226,16 +228,15 @@ def test_a_bad_time_limit_is_refused_before_anything_runs(tmp_path, capsys, monk
 
 def test_a_time_limit_brings_the_deadline_schedule_unless_the_user_names_one():
     training = {"schedule": "inverse_sqrt", "time_limit": "25m"}
-    assert schedule_for_time_limit(training, given={"time_limit"}) == "inverse_sqrt"
-    assert training["schedule"] == "deadline"
+    assert schedule_replaced_by_deadline(training, given={"time_limit"}) == "inverse_sqrt"
     named = {"schedule": "inverse_sqrt", "time_limit": "25m"}
-    assert schedule_for_time_limit(named, given={"schedule", "time_limit"}) is None
-    assert named["schedule"] == "inverse_sqrt", "--set schedule=... wins"
+    assert schedule_replaced_by_deadline(named, given={"schedule", "time_limit"}) is None
     untimed = {"schedule": "inverse_sqrt"}
-    assert (
-        schedule_for_time_limit(untimed, given=set()) is None
-        and untimed["schedule"] == "inverse_sqrt"
-    )
+    assert schedule_replaced_by_deadline(untimed, given=set()) is None
+    card = zoo.get_card("transformer_demo", time_limit="25m")
+    run_card = _run_card("transformer_demo", {"time_limit": "25m"})
+    assert run_card.training["schedule"] == "deadline" and card.training["schedule"] != "deadline"
+    assert zoo.get_card("transformer_demo").training.get("time_limit") is None
 
 
 def test_the_deadline_schedule_ends_at_its_floor_when_the_budget_runs_out():

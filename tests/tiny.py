@@ -1,8 +1,17 @@
-"""Tiny `keras-s2s train` settings shared by the tests that train through the command line, and a
-disk that fills up after a run's first backup."""
+"""Tiny models and `keras-s2s train` settings shared by the tests, and a disk that fills up after a
+run's first backup."""
 
 import contextlib
 from pathlib import Path
+
+
+def tiny_gnmt(vocab_size=64, **kwargs):
+    """An untrained GNMT of 3 layers of 16 units without dropout (kwargs: other arguments)."""
+    from keras_s2s.models import GNMT
+
+    return GNMT(
+        **{"vocab_size": vocab_size, "num_layers": 3, "units": 16, "dropout": 0.0, **kwargs}
+    )
 
 
 def flags(**settings) -> list[str]:

@@ -15,8 +15,10 @@ _PUBLIC = {
     "FeatureExtractor": "keras_s2s.audio.features",
     "AudioError": "keras_s2s.audio.io",
     "read_audio": "keras_s2s.audio.io",
+    "resample": "keras_s2s.audio.io",
     "write_wav": "keras_s2s.audio.io",
     "Utterance": "keras_s2s.audio.manifest",
+    "combine_corpora": "keras_s2s.audio.manifest",
     "read_manifest": "keras_s2s.audio.manifest",
     "write_manifest": "keras_s2s.audio.manifest",
 }

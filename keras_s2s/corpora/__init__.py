@@ -14,6 +14,7 @@ from keras_s2s.backend import lazy_attributes
 
 _PUBLIC = {
     "EnglishSpeech": "keras_s2s.corpora.english_speech",
+    "synthesize": "keras_s2s.corpora.espeak",
     "DemoSpeech": "keras_s2s.corpora.speech_demo",
     "DemoTTS": "keras_s2s.corpora.speech_demo",
     "DemoCorpus": "keras_s2s.corpora.translation_demo",

@@ -14,6 +14,7 @@ from keras_s2s.backend import lazy_attributes
 _PUBLIC = {
     "ParallelData": "keras_s2s.data.parallel",
     "load_parallel_data": "keras_s2s.data.parallel",
+    "read_splits": "keras_s2s.data.parallel",
     "SpeechData": "keras_s2s.data.speech",
     "load_speech_data": "keras_s2s.data.speech",
     "make_dataset": "keras_s2s.data.translation",

@@ -52,22 +52,6 @@ from keras_s2s.text.characters import CharVocabulary, SubwordVocabulary, normali
 from keras_s2s.text.corpus import CorpusError
 
 log = logging.getLogger("keras_s2s")
-# the card's data keys that load_speech_data takes
-SPEECH_DATA_KEYS = (
-    "source",
-    "features",
-    "characters",
-    "vocabulary",
-    "vocab_size",
-    "batch_size",
-    "num_train",
-    "num_valid",
-    "num_test",
-    "seed",
-    "min_duration",
-    "max_duration",
-    "augment",
-)
 
 
 @dataclasses.dataclass

@@ -56,20 +56,6 @@ MEL_FEATURES = {
     "normalize": False,
     "log_floor": 1e-5,
 }
-# the card's data keys that load_tts_data takes
-TTS_DATA_KEYS = (
-    "source",
-    "features",
-    "characters",
-    "batch_size",
-    "num_train",
-    "num_valid",
-    "num_test",
-    "seed",
-    "min_duration",
-    "max_duration",
-    "cache",
-)
 
 
 def mel_extractor(**settings) -> FeatureExtractor:

@@ -13,6 +13,7 @@ from keras_s2s.backend import lazy_attributes
 _PUBLIC = {
     "CTranslate2Translator": "keras_s2s.export.ctranslate2",
     "export_ctranslate2": "keras_s2s.export.ctranslate2",
+    "with_compute_type": "keras_s2s.export.native",
     "export_saved_model": "keras_s2s.export.saved_model",
 }
 __all__ = sorted(_PUBLIC)

@@ -28,26 +28,15 @@ from keras_s2s import tasks
 from keras_s2s.files import staging_folder
 
 
-def export_saved_model(
-    model,
-    path: str | Path,
-    beam_width: int = 4,
-    length_penalty: float = 0.6,
-    max_length_ratio: float = 2.0,
-    max_length_offset: int = 10,
-) -> Path:
+def export_saved_model(model, path: str | Path, **options) -> Path:
     """Write a serving SavedModel of a translation model or speech recognizer (atomically); its task
-    (`keras_s2s.tasks`) provides the serving module."""
+    (`keras_s2s.tasks`) provides the serving module, `options` its decoding inside the graph
+    (`beam_width`, default 4; a translation model's `length_penalty`, `max_length_ratio`,
+    `max_length_offset`)."""
     path = Path(path)
     if path.exists():
         raise ValueError(f"{path} already exists; choose another --out")
-    server, signature = tasks.of_model(model).serving_module(
-        model,
-        beam_width=beam_width,
-        length_penalty=length_penalty,
-        max_length_ratio=max_length_ratio,
-        max_length_offset=max_length_offset,
-    )
+    server, signature = tasks.of_model(model).serving_module(model, **options)
     tmp = staging_folder(path)
     try:
         tf.saved_model.save(server, str(tmp), signatures={"serving_default": signature})

@@ -122,12 +122,15 @@ class DeepSpeech2(SpeechToText):
         return ops.cast(self.output_dense(x), "float32")
 
     def get_config(self):
-        return {
-            **super().get_config(),
-            "conv_filters": self.conv_filters,
-            "num_rnn_layers": self.num_rnn_layers,
-            "rnn_units": self.rnn_units,
-            "rnn_type": self.rnn_type,
-            "fc_units": self.fc_units,
-            "dropout": self.dropout,
-        }
+        config = super().get_config()
+        config.update(
+            {
+                "conv_filters": self.conv_filters,
+                "num_rnn_layers": self.num_rnn_layers,
+                "rnn_units": self.rnn_units,
+                "rnn_type": self.rnn_type,
+                "fc_units": self.fc_units,
+                "dropout": self.dropout,
+            }
+        )
+        return config

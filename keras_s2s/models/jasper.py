@@ -146,11 +146,14 @@ class Jasper(SpeechToText):
         return ops.cast(self.output_conv(x), "float32")
 
     def get_config(self):
-        plain = {
-            key: list(value) if isinstance(value, (list, tuple)) else value
-            for key, value in self.args.items()
-        }
-        return {**super().get_config(), **plain}
+        config = super().get_config()
+        config.update(
+            {
+                key: list(value) if isinstance(value, (list, tuple)) else value
+                for key, value in self.args.items()
+            }
+        )
+        return config
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")

@@ -136,9 +136,11 @@ class Seq2SeqLM(ZooModel):
     def get_config(self):
         config = super().get_config()
         config.update(
-            vocab_size=self.vocab_size,
-            source_vocab_size=self.source_vocab_size,
-            decode_max_length=self.decode_max_length,
+            {
+                "vocab_size": self.vocab_size,
+                "source_vocab_size": self.source_vocab_size,
+                "decode_max_length": self.decode_max_length,
+            }
         )
         return serialize_assets(config, tokenizer=self.tokenizer)
 

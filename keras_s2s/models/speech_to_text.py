@@ -269,11 +269,8 @@ class SpeechToText(ZooModel):
             yield batch, lengths
 
     def get_config(self):
-        config = {
-            **super().get_config(),
-            "vocab_size": self.vocab_size,
-            "num_features": self.num_features,
-        }
+        config = super().get_config()
+        config.update({"vocab_size": self.vocab_size, "num_features": self.num_features})
         return serialize_assets(config, vocabulary=self.vocabulary, extractor=self.extractor)
 
     @classmethod

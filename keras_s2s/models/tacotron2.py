@@ -648,11 +648,9 @@ class Tacotron2(ZooModel):
     # --- saving -----------------------------------------------------------------------------------
 
     def get_config(self):
-        return serialize_assets(
-            {**super().get_config(), **self.settings},
-            vocabulary=self.vocabulary,
-            extractor=self.extractor,
-        )
+        config = super().get_config()
+        config.update(self.settings)
+        return serialize_assets(config, vocabulary=self.vocabulary, extractor=self.extractor)
 
     @classmethod
     def from_config(cls, config):

@@ -27,17 +27,36 @@ from typing import Callable
 
 import yaml
 
-from keras_s2s.config import CardError
 from keras_s2s.files import atomic_write
+from keras_s2s.schema import COUNT, SIZE
 
 log = logging.getLogger("keras_s2s")
 REGISTRY: dict[str, "Task"] = {}
+# the card `data` keys of every task: where the corpus is, how it is split and batched
+CORPUS_SCHEMA = {
+    "source": str,
+    "batch_size": COUNT,
+    "num_train": SIZE,  # 0: all that is left after the held-out splits
+    "num_valid": SIZE,
+    "num_test": SIZE,
+    "seed": int,
+}
+# ... and of every audio task
+AUDIO_SCHEMA = {
+    **CORPUS_SCHEMA,
+    "features": dict,  # FeatureExtractor arguments
+    "characters": str,
+    "min_duration": float,  # seconds; shorter utterances are left out of training
+    "max_duration": float,
+}
 
 
 @dataclasses.dataclass
 class PreparedTask:
-    """What a training run needs from its task: datasets, model-building assets and the final evaluation."""
+    """What a training run needs from its task: the card it records (with the settings fitted to the
+    corpus), datasets, model-building assets and the final evaluation."""
 
+    card: object  # a `keras_s2s.cards.Card`
     train: object
     valid: object
     num_train: int
@@ -57,7 +76,10 @@ class Task:
         command: str. The `keras-s2s` command that uses a trained model.
         noun: str. What its models are called in messages ("a translation model").
         validation_metric: str. What `training.validation` scores by default.
-        data_keys: tuple. The card `data` keys the task reads; `check_data_keys` refuses the others.
+        data_schema: dict. The card's `data` keys the task reads and the kind of each
+            (`keras_s2s.schema`); a card of this task with another key is a CardError.
+        decoding_options: dict. How its models decode (`evaluate`, the commands), with the
+            defaults; `decoding` refuses another task's option.
     """
 
     name = ""
@@ -65,17 +87,24 @@ class Task:
     command = ""
     noun = ""
     validation_metric = "loss"
-    data_keys: tuple = ()
+    data_schema: dict = {}
+    decoding_options: dict = {}
 
-    def check_data_keys(self, card) -> None:
-        """A CardError naming the card's `data` keys this task does not read (another task's, such as
-        a speech `min_duration` on a translation card), instead of a TypeError when they are used."""
-        foreign = sorted(set(card.data) - set(self.data_keys))
+    def decoding(self, **given) -> dict:
+        """The decoding options with `given` over the defaults; an option this task's models do not
+        decode with (a recognizer's `lm` for a translation model) is a ValueError naming it.
+
+        Example:
+            >>> tasks.get("translation").decoding(beam_width=4)
+            {'beam_width': 4, 'length_penalty': 0.6, 'coverage_penalty': 0.0}
+        """
+        foreign = sorted(set(given) - set(self.decoding_options))
         if foreign:
-            raise CardError(
-                f"{card.path}: data.{', data.'.join(foreign)} is not a {self.name} setting; a "
-                f"{self.name} card's data keys: {', '.join(sorted(self.data_keys))}"
+            valid = ", ".join(self.decoding_options) or "none"
+            raise ValueError(
+                f"{', '.join(foreign)}: not a decoding option of {self.noun} (its options: {valid})"
             )
+        return {**self.decoding_options, **given}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -94,17 +123,9 @@ class Task:
         """Load and check the run's data, ready for `fit`."""
         raise NotImplementedError
 
-    def evaluate_run(
-        self,
-        model,
-        card,
-        run_dir: Path,
-        data: str | None = None,
-        beam_width: int = 1,
-        length_penalty: float = 0.6,
-        coverage_penalty: float = 0.0,
-    ) -> dict:
-        """Re-evaluate a finished run on its test split (or the test split of `data`)."""
+    def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, **decoding) -> dict:
+        """Re-evaluate a finished run on its test split (or the test split of `data`); `decoding`:
+        all of `decoding_options`."""
         raise NotImplementedError
 
     def serving_module(self, model, **options):
@@ -139,13 +160,12 @@ def require_test_split(count: int, card) -> None:
         )
 
 
-def prepare_audio(
-    card, out: Path, strategy, load, data_keys: tuple, evaluate, **load_args
-) -> PreparedTask:
-    """An audio task's run: `load` with the card's `data_keys`, write the card, evaluate with `evaluate`."""
+def prepare_audio(card, out: Path, strategy, load, evaluate, **load_args) -> PreparedTask:
+    """An audio task's run: `load` with the card's `data` settings, write the card, evaluate with
+    `evaluate`."""
     start = time.time()
     data = load(
-        **{key: card.data[key] for key in data_keys if key in card.data},
+        **card.data,
         **load_args,
         repeat=True,
         drop_remainder=strategy.num_replicas_in_sync > 1,
@@ -154,12 +174,13 @@ def prepare_audio(
     require_test_split(len(data.test_utterances), card)
     log.info("data ready in %.1fs", time.time() - start)
     return PreparedTask(
-        data.train,
-        data.valid,
-        len(data.train_utterances),
-        {"vocabulary": data.vocabulary, "extractor": data.extractor},
-        lambda model: evaluate(model, data.test_utterances, out),
-        lambda: write_card(out, card),
+        card=card,
+        train=data.train,
+        valid=data.valid,
+        num_train=len(data.train_utterances),
+        build_kwargs={"vocabulary": data.vocabulary, "extractor": data.extractor},
+        evaluate=lambda model: evaluate(model, data.test_utterances, out),
+        commit=lambda: write_card(out, card),
     )
 
 

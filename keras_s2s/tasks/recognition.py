@@ -12,12 +12,14 @@ from pathlib import Path
 
 from keras_s2s.audio.features import FeatureExtractor
 from keras_s2s.config import CardError
-from keras_s2s.data.speech import SPEECH_DATA_KEYS, load_speech_data
+from keras_s2s.data.speech import load_speech_data
 from keras_s2s.files import write_results
 from keras_s2s.metrics import error_rates
 from keras_s2s.models import SpeechToText
 from keras_s2s.padding import pad_multiple_for
+from keras_s2s.schema import COUNT, Choice
 from keras_s2s.tasks.base import (
+    AUDIO_SCHEMA,
     PreparedTask,
     Task,
     audio_model_arguments,
@@ -62,7 +64,13 @@ class Recognition(Task):
     """Audio to text: features and a character (or subword) vocabulary, CTC loss inside the model, WER."""
 
     name = "recognition"
-    data_keys = SPEECH_DATA_KEYS
+    data_schema = {
+        **AUDIO_SCHEMA,  # load_speech_data's arguments
+        "vocabulary": Choice("characters", "subword"),
+        "vocab_size": COUNT,  # of a subword vocabulary
+        "augment": dict,  # see keras_s2s/audio/augment.py
+    }
+    decoding_options = {"beam_width": 1, "lm": None, "alpha": 0.5, "beta": 1.0}
     model_class = SpeechToText
     command = "transcribe"
     noun = "a speech recognizer"
@@ -90,20 +98,19 @@ class Recognition(Task):
             out,
             strategy,
             load_speech_data,
-            SPEECH_DATA_KEYS,
             evaluate_speech,
             pad_to_multiple=pad_multiple_for(policy),
         )
 
-    def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, beam_width: int = 1,
-                     lm: str | None = None, alpha: float = 0.5, beta: float = 1.0, **_) -> dict:  # fmt: skip
+    def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, *,
+                     beam_width: int, lm: str | None, alpha: float, beta: float) -> dict:  # fmt: skip
         from keras_s2s.decoding.ctc_lm import lm_decoder
 
         decoder = lm_decoder(model.vocabulary, lm, alpha, beta, beam_width)
         test = speech_test_split(card, data)
         return evaluate_speech(model, test, run_dir, beam_width=beam_width, lm=decoder)
 
-    def serving_module(self, model, beam_width: int = 4, **_):
+    def serving_module(self, model, beam_width: int = 4):
         from keras_s2s.tasks.serving.recognition import SpeechServer
 
         server = SpeechServer(model, beam_width)

@@ -24,7 +24,6 @@ from pathlib import Path
 import numpy as np
 
 from keras_s2s.data.tts import (
-    TTS_DATA_KEYS,
     load_tts_data,
     make_tts_dataset,
     mel_extractor,
@@ -34,6 +33,7 @@ from keras_s2s.data.tts import (
 from keras_s2s.files import atomic_write, write_results
 from keras_s2s.models import Tacotron2
 from keras_s2s.tasks.base import (
+    AUDIO_SCHEMA,
     PreparedTask,
     Task,
     audio_model_arguments,
@@ -171,7 +171,8 @@ class Synthesis(Task):
     model computes its own loss; evaluation by attention focus and mel distances."""
 
     name = "synthesis"
-    data_keys = TTS_DATA_KEYS
+    # load_tts_data's arguments; cache: mel targets kept in memory, in files (a prefix) or not ("")
+    data_schema = {**AUDIO_SCHEMA, "cache": str}
     model_class = Tacotron2
     command = "synthesize"
     noun = "a speech synthesizer"
@@ -187,12 +188,11 @@ class Synthesis(Task):
             out,
             strategy,
             load_tts_data,
-            TTS_DATA_KEYS,
             evaluate_synthesis,
             reduction_factor=card.model.get("reduction_factor", 1),
             tail_steps=card.model.get("stop_tail", 4),
         )
 
-    def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, **_) -> dict:
+    def evaluate_run(self, model, card, run_dir: Path, data: str | None = None) -> dict:
         test = [u for u in normalized_utterances(speech_test_split(card, data)) if u.transcript]
         return evaluate_synthesis(model, test, run_dir)

@@ -7,17 +7,20 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from pathlib import Path
 
+from keras_s2s.config import FITTABLE
 from keras_s2s.data.parallel import load_parallel_data, read_splits
 from keras_s2s.files import atomic_write, write_results
 from keras_s2s.losses import SmoothedCrossEntropy
 from keras_s2s.metrics import MaskedAccuracy, score
 from keras_s2s.models import Seq2SeqLM
 from keras_s2s.padding import pad_multiple_for
-from keras_s2s.tasks.base import PreparedTask, Task, require_test_split, write_card
+from keras_s2s.schema import COUNT, Choice, Optional, Subset
+from keras_s2s.tasks.base import CORPUS_SCHEMA, PreparedTask, Task, require_test_split, write_card
 from keras_s2s.text.tokenizer import (
     load_run_tokenizer,
     save_run_tokenizer,
@@ -78,9 +81,20 @@ class Translation(Task):
     """Text to text: a subword tokenizer learned per run, label-smoothed cross-entropy, BLEU."""
 
     name = "translation"
-    data_keys = ("source", "vocab_size", "max_length", "batch_size", "num_train", "num_valid",
-                 "num_test", "seed", "bucket_width", "batch_tokens", "direction", "tokenization",
-                 "shared_vocabulary", "source_vocab_size", "fit_to_corpus")  # fmt: skip
+    data_schema = {
+        **CORPUS_SCHEMA,  # the card's data keys are load_parallel_data's arguments
+        "vocab_size": COUNT,
+        "max_length": COUNT,
+        "bucket_width": COUNT,
+        "batch_tokens": Optional(COUNT),  # batches of about this many tokens (instead of rows)
+        "direction": Optional(str),  # a TFDS corpus's language pair: "de-en"
+        "tokenization": Choice("sentencepiece", "pretokenized"),
+        "shared_vocabulary": bool,
+        "source_vocab_size": Optional(COUNT),
+        # settings chosen from a corpus other than the demo (keras_s2s/data/fitting.py)
+        "fit_to_corpus": Subset(*FITTABLE),
+    }
+    decoding_options = {"beam_width": 1, "length_penalty": 0.6, "coverage_penalty": 0.0}
     model_class = Seq2SeqLM
     command = "translate"
     noun = "a translation model"
@@ -122,7 +136,7 @@ class Translation(Task):
             else None,  # BOS/EOS
         )
         require_test_split(len(corpus.test_pairs), card)
-        for key, (value, reason) in corpus.fitted.items():  # recorded in the run's card.yaml
+        for key, (value, reason) in corpus.fitted.items():
             log.info(
                 "data.%s fitted to the corpus: %s (card: %s) - %s; fix it with --set %s=N",
                 key,
@@ -131,7 +145,9 @@ class Translation(Task):
                 reason,
                 key,
             )
-            card.data[key] = value
+        # the card the run records (card.yaml, the preset) holds the fitted values
+        fitted = {key: value for key, (value, _) in corpus.fitted.items()}
+        card = dataclasses.replace(card, data={**card.data, **fitted})
         log.info(
             "data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
             time.time() - start,
@@ -147,14 +163,17 @@ class Translation(Task):
                 save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
 
         return PreparedTask(
-            corpus.train,
-            corpus.valid,
-            len(corpus.train_pairs),
-            {"tokenizer": corpus.tokenizer},
-            lambda model: evaluate_translation(model, corpus.test_pairs, out, demo=corpus.demo),
-            commit,
-            corpus.valid_pairs,
-            corpus.longest_batch,
+            card=card,
+            train=corpus.train,
+            valid=corpus.valid,
+            num_train=len(corpus.train_pairs),
+            build_kwargs={"tokenizer": corpus.tokenizer},
+            evaluate=lambda model: evaluate_translation(
+                model, corpus.test_pairs, out, demo=corpus.demo
+            ),
+            commit=commit,
+            valid_pairs=corpus.valid_pairs,
+            longest_batch=corpus.longest_batch,
         )
 
     def evaluate_run(
@@ -163,10 +182,10 @@ class Translation(Task):
         card,
         run_dir: Path,
         data: str | None = None,
-        beam_width: int = 1,
-        length_penalty: float = 0.6,
-        coverage_penalty: float = 0.0,
-        **_,  # the recognizer's LM options
+        *,
+        beam_width: int,
+        length_penalty: float,
+        coverage_penalty: float,
     ) -> dict:
         split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
         # missing: train's defaults

@@ -16,9 +16,8 @@ from pathlib import Path
 from keras_s2s.files import read_text
 
 log = logging.getLogger("keras_s2s")
-MAX_ONE_SIDED_FRACTION = (
-    0.01  # more pairs with one blank side than this means the files are misaligned
-)
+# more pairs with one blank side than this means the files are misaligned
+MAX_ONE_SIDED_FRACTION = 0.01
 
 
 class CorpusError(ValueError):

@@ -22,12 +22,10 @@ import sentencepiece as spm
 
 from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID, UNK_ID
 
-TRAINING_SENTENCES = (
-    200_000  # SentencePiece learns from at most this many, drawn from the whole corpus
-)
-MAX_TEXT_BYTES = (
-    65_536  # longer texts (not sentences: a paragraph, a file) do not train a vocabulary
-)
+# SentencePiece learns from at most this many, drawn from the whole corpus
+TRAINING_SENTENCES = 200_000
+# longer texts (not sentences: a paragraph, a file) do not train a vocabulary
+MAX_TEXT_BYTES = 65_536
 
 
 class _JointVocabulary:

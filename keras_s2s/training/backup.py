@@ -79,9 +79,8 @@ class AtomicBackupAndRestore(keras.callbacks.Callback):
     def __init__(self, backup_dir: str | Path, write: bool = True, clock=time.perf_counter):
         super().__init__()
         self.backup_dir = Path(backup_dir)
-        self.write = (
-            write  # False on multi-worker non-chiefs: they restore from the chief's backup only
-        )
+        # False on multi-worker non-chiefs: they restore from the chief's backup only
+        self.write = write
         self.history = {}  # every epoch's logs, the epochs before a resume included
         self.batches_seen = 0  # training batches of the finished epochs, before a resume included
         self._epoch_batches = 0

@@ -25,6 +25,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -41,12 +42,13 @@ import yaml
 
 from keras_s2s import tasks, zoo
 from keras_s2s.backend import is_tensorflow, outside_distribution, tensorflow_available
+from keras_s2s.cards import Card
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.fitting import settings_to_fit
 from keras_s2s.distribution import describe_strategy, get_strategy, is_chief, is_multiworker
 from keras_s2s.files import atomic_write, run_lock
 from keras_s2s.precision import set_precision
-from keras_s2s.tasks import PreparedTask
+from keras_s2s.tasks import PreparedTask, Task
 from keras_s2s.training.backup import AtomicBackupAndRestore, AtomicCheckpoint
 from keras_s2s.training.memory import check_step_memory
 from keras_s2s.training.nonfinite import NonFiniteGuard
@@ -54,7 +56,7 @@ from keras_s2s.training.time_limit import (
     UNTIL_TIME_EPOCHS,
     DeadlineLearningRate,
     TimeLimit,
-    schedule_for_time_limit,
+    schedule_replaced_by_deadline,
 )
 from keras_s2s.training.validation import BestCheckpoint, read_scores
 
@@ -174,7 +176,7 @@ def _steps_per_epoch(card, num_train: int) -> int:
 
 
 def train(
-    model: str,
+    card: str,
     data: str | None = None,
     out: str | Path | None = None,
     epochs: int | None = None,
@@ -183,10 +185,10 @@ def train(
     devices: list[str] | None = None,
     verbose: int | str | None = None,
 ) -> dict:
-    """Train zoo model `model` (name or card path) and evaluate it; returns eval results.
+    """Train the model of a card and evaluate it; returns eval results.
 
     Args:
-        model: str. Zoo name or card path.
+        card: str. A zoo name or a card path.
         data: str | None. `demo`, a TSV, or "a.src,a.tgt" (default: the card's `data.source`).
         out: str | Path | None. Run directory (default runs/<name>); an
             interrupted run in it resumes from its last backup.
@@ -204,18 +206,7 @@ def train(
     overrides = dict(overrides or {})
     if data:
         overrides["data.source"] = data
-    card = zoo.get_card(model, **overrides)
-    given = {key.rsplit(".", 1)[-1] for key in overrides}
-    if card.data.get("fit_to_corpus"):  # a setting given on the command line is not fitted
-        card.data["fit_to_corpus"] = [key for key in card.data["fit_to_corpus"] if key not in given]
-    replaced = schedule_for_time_limit(card.training, given)
-    if replaced:
-        log.info(
-            "training.schedule: deadline (card: %s) - the default with a time limit: the rate anneals to "
-            "lr_floor as the budget runs out; fix it with --set schedule=%s",
-            replaced,
-            replaced,
-        )
+    card = _run_card(card, overrides)
     out = Path(out or Path("runs") / card.name)
     # first: a multi-worker strategy must exist before TensorFlow runs anything
     strategy = get_strategy(
@@ -240,46 +231,67 @@ def train(
         return _train(card, out, out, strategy, epochs, steps, verbose)
 
 
+def _run_card(name: str, overrides: dict) -> Card:
+    """The card a run trains: `name` with `overrides`; a setting the user named is not fitted to the
+    corpus, and a time limit brings the deadline schedule (unless the user named a schedule)."""
+    card = zoo.get_card(name, **overrides)
+    given = {key.rsplit(".", 1)[-1] for key in overrides}
+    data, training = dict(card.data), dict(card.training)
+    if data.get("fit_to_corpus"):
+        data["fit_to_corpus"] = [key for key in data["fit_to_corpus"] if key not in given]
+    replaced = schedule_replaced_by_deadline(training, given)
+    if replaced:
+        training["schedule"] = "deadline"
+        log.info(
+            "training.schedule: deadline (card: %s) - the default with a time limit: the rate anneals to "
+            "lr_floor as the budget runs out; fix it with --set schedule=%s",
+            replaced,
+            replaced,
+        )
+    return dataclasses.replace(card, data=data, training=training)
+
+
 def _best_checkpoint(
-    card, task: PreparedTask, directory: Path, chief: bool
+    card, task: Task, prepared: PreparedTask, directory: Path, chief: bool
 ) -> BestCheckpoint | None:
     """The card's validation (BLEU for translation, the validation loss otherwise); None without a dev split."""
     settings = dict(card.training.get("validation", {}))
-    settings.setdefault(
-        "metric", tasks.for_card(card).validation_metric if task.valid_pairs else "loss"
-    )
-    if task.valid is None and not task.valid_pairs:
+    settings.setdefault("metric", task.validation_metric if prepared.valid_pairs else "loss")
+    if prepared.valid is None and not prepared.valid_pairs:
         return None
-    return BestCheckpoint(directory, pairs=task.valid_pairs, write=chief, **settings)
+    return BestCheckpoint(directory, pairs=prepared.valid_pairs, write=chief, **settings)
 
 
 def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -> dict:
     """Train in `write_dir` (the run directory, or a non-chief worker's scratch folder); every worker
-    resumes from the chief's backup in `out`."""
+    resumes from the chief's backup in `out`. The task and the precision are resolved here, once."""
     chief = write_dir == out
     run_clock = _clock()
     keras.utils.set_random_seed(card.training.get("seed", 0))
+    task = tasks.for_card(card)
     policy = set_precision(card.training["precision"])
-    card.training["precision"] = policy  # resolved once, logged once
     if chief:
         check_run_dir(out, card)
-    task = tasks.for_card(card).prepare(card, write_dir, policy, strategy)
+    prepared = task.prepare(card, write_dir, policy, strategy)
+    card = prepared.card  # with the settings fitted to the corpus
     if (out / "model.keras").exists():  # trained, but evaluation or the preset did not follow
-        return _finish(card, out, task, run_clock) if chief else {}
-    model = zoo.build_from_card(card, strategy=strategy, **task.build_kwargs)
-    check_step_memory(model, task.longest_batch, card.name, strategy.num_replicas_in_sync)
-    task.commit()  # only now: a card that cannot build a model (or fit in memory) leaves nothing behind
-    per_epoch = _steps_per_epoch(card, task.num_train)
+        return _finish(card, out, prepared, run_clock) if chief else {}
+    model = zoo.build_from_card(
+        card, task=task, policy=policy, strategy=strategy, **prepared.build_kwargs
+    )
+    check_step_memory(model, prepared.longest_batch, card.name, strategy.num_replicas_in_sync)
+    prepared.commit()  # only now: a card that cannot build a model (or fit in memory) leaves nothing
+    per_epoch = _steps_per_epoch(card, prepared.num_train)
     epochs, steps_per_epoch, length = _run_length(card, per_epoch, epochs, steps)
     backup = AtomicBackupAndRestore(out / "backup", write=chief, clock=_train_clock)
-    best = _best_checkpoint(card, task, write_dir / "checkpoints", chief)
+    best = _best_checkpoint(card, task, prepared, write_dir / "checkpoints", chief)
     callbacks = _callbacks(card, write_dir, backup, best)
     print(
         f"training {card.name} ({model.count_params():,} parameters, {policy}, "
         f"{describe_strategy(strategy)}): {length}"
     )
     fit_clock = _clock()
-    initial_epoch, train_data = _resume(model, card, task, strategy, backup)
+    initial_epoch, train_data = _resume(model, card, prepared, strategy, backup)
     if backup.training_over:  # killed after training, before the run's final files
         print(f"training had ended after epoch {initial_epoch}; writing the run's final files")
         epochs = initial_epoch
@@ -287,7 +299,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     with contextlib.nullcontext() if is_tensorflow() else strategy.scope():
         model.fit(
             train_data,
-            **_validation_data(task),
+            **_validation_data(prepared),
             epochs=epochs,
             initial_epoch=initial_epoch,
             steps_per_epoch=steps_per_epoch,
@@ -305,7 +317,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
         return {"train_seconds": round(train_seconds, 1), "loss": backup.history["loss"][-1]}
     fit = _save_trained(out, model, backup, best, train_seconds, fit_cores)
-    return _evaluate_and_save_preset(card, out, task, model, fit, run_clock)
+    return _evaluate_and_save_preset(card, out, prepared, model, fit, run_clock)
 
 
 def _run_length(card, steps_per_epoch: int, epochs, steps) -> tuple[int, int, str]:
@@ -360,7 +372,7 @@ def _callbacks(card, write_dir: Path, backup, best) -> list:
     return callbacks
 
 
-def _resume(model, card, task: PreparedTask, strategy, backup) -> tuple[int, object]:
+def _resume(model, card, prepared: PreparedTask, strategy, backup) -> tuple[int, object]:
     """(the epochs an interrupted run had finished, 0 for a new one; the training data from where it
     stopped). A new run starts from `training.init_from` when the card names it."""
     # in the strategy's scope, as fit builds the optimizer's slots there
@@ -371,7 +383,7 @@ def _resume(model, card, task: PreparedTask, strategy, backup) -> tuple[int, obj
             zoo.load_initial_weights(model, card, card.training["init_from"])
             print(f"starting from the weights of {card.training['init_from']}")
     if not backup.batches_seen or backup.training_over:
-        return initial_epoch, task.train
+        return initial_epoch, prepared.train
     # the batches the interrupted run would have seen next (tf.data's skip, or BucketedBatches.skip):
     # it ends with the weights an uninterrupted run ends with
     log.info(
@@ -379,20 +391,21 @@ def _resume(model, card, task: PreparedTask, strategy, backup) -> tuple[int, obj
         "reads them again, which takes a while after many steps)",
         backup.batches_seen,
     )
-    return initial_epoch, task.train.skip(backup.batches_seen)
+    return initial_epoch, prepared.train.skip(backup.batches_seen)
 
 
-def _validation_data(task: PreparedTask) -> dict:
+def _validation_data(prepared: PreparedTask) -> dict:
     """`fit`'s validation arguments for the task's dev split (none without one)."""
-    if task.valid is None:
+    if prepared.valid is None:
         return {}
     if is_tensorflow():
         # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must
         # not run dry
         return dict(
-            validation_data=task.valid.repeat(), validation_steps=sum(1 for _ in task.valid)
+            validation_data=prepared.valid.repeat(),
+            validation_steps=sum(1 for _ in prepared.valid),
         )
-    return dict(validation_data=task.valid)  # a PyDataset: one pass each epoch
+    return dict(validation_data=prepared.valid)  # a PyDataset: one pass each epoch
 
 
 def _save_trained(out: Path, model, backup, best, train_seconds: float, fit_cores: float) -> dict:
@@ -418,28 +431,30 @@ def _save_trained(out: Path, model, backup, best, train_seconds: float, fit_core
     return fit
 
 
-def _one_process_copy(model_obj, out: Path) -> keras.Model:
+def _one_process_copy(model, out: Path) -> keras.Model:
     """A model trained by a JAX job, copied onto this process's devices: the job's arrays span every
     worker, and anything computed on them (loading the best weights, decoding) would wait for the
     workers that have left."""
     with tempfile.TemporaryDirectory(dir=out) as scratch, outside_distribution():
-        model_obj.save(Path(scratch) / "model.keras")
+        model.save(Path(scratch) / "model.keras")
         return keras.saving.load_model(Path(scratch) / "model.keras")
 
 
-def _finish(card, out: Path, task: PreparedTask, run_clock) -> dict:
+def _finish(card, out: Path, prepared: PreparedTask, run_clock) -> dict:
     """Evaluate a run that trained to the end but stopped before its preset, and save the preset."""
     print(f"{out}: training finished earlier (model.keras); evaluating it and saving the preset")
     shutil.rmtree(out / "backup", ignore_errors=True)  # if killed before the backup was discarded
     fit_path = out / FIT_FILE
     fit = json.loads(fit_path.read_text()) if fit_path.exists() else {}
-    return _evaluate_and_save_preset(card, out, task, load_model(out), fit, run_clock)
+    return _evaluate_and_save_preset(card, out, prepared, load_model(out), fit, run_clock)
 
 
 def _evaluate_and_save_preset(
-    card, out: Path, task: PreparedTask, model_obj, fit: dict, run_clock
+    card, out: Path, prepared: PreparedTask, model, fit: dict, run_clock
 ) -> dict:
-    result = task.evaluate(model_obj)
+    """Evaluate the trained model on the test split and save the run's preset (the card, the steps,
+    the time and the scores in its metadata)."""
+    result = prepared.evaluate(model)
     result.update(
         {
             key: fit[key]
@@ -448,7 +463,7 @@ def _evaluate_and_save_preset(
         },
         run_cores_busy=cores_busy(run_clock),
     )
-    model_obj.save_to_preset(
+    model.save_to_preset(
         out / "preset",
         metadata={
             "card": card.to_dict(),
@@ -461,51 +476,37 @@ def _evaluate_and_save_preset(
 
 
 def evaluate_run(
-    run_dir: str | Path,
-    data: str | None = None,
-    beam_width: int = 1,
-    length_penalty: float = 0.6,
-    coverage_penalty: float = 0.0,
-    lm: str | None = None,
-    alpha: float = 0.5,
-    beta: float = 1.0,
-    out: str | Path | None = None,
+    run_dir: str | Path, data: str | None = None, out: str | Path | None = None, **decoding
 ) -> dict:
     """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU, WER or
-    the synthesis checks (attention focus, mel distances). `lm`, `alpha`, `beta`: a speech
-    recognizer's beam search fused with that ARPA word LM.
+    the synthesis checks (attention focus, mel distances). `decoding`: the options of the run's task
+    (`Task.decoding_options`; a translation model's `beam_width`, `length_penalty`,
+    `coverage_penalty`; a speech recognizer's `beam_width` and word LM `lm`, `alpha`, `beta`);
+    another task's option is a ValueError.
 
     `run_dir` may also be a zoo preset `NAME:PRESET`, scored on its card's corpus or on `data`.
     The transcripts (or translations) and eval JSON go to `out`: by default the run directory;
     for a preset, nowhere unless `out` is given.
 
     Example:
-        >>> evaluate_run("jasper_english:english", data="english/corpus", out="eval")["wer"]
+        >>> evaluate_run("jasper_english:english", data="english/corpus", out="eval", beam_width=8)["wer"]
     """
     if out is not None and Path(out).exists() and not Path(out).is_dir():
         raise ValueError(f"{out}: is a file; --out names a folder for the transcripts and scores")
     preset = zoo.split_preset(str(run_dir))
+    card = zoo.get_card(preset[0] if preset else str(Path(run_dir) / "card.yaml"))
+    task = tasks.for_card(card)
+    decoding = task.decoding(**decoding)  # before the model loads
     if preset:
-        card, model = zoo.get_card(preset[0]), zoo.load(preset[0], weights=preset[1])
+        model = zoo.load(preset[0], weights=preset[1])
     else:
         run_dir = Path(run_dir)
-        card, model = zoo.get_card(str(run_dir / "card.yaml")), load_model(run_dir)
+        model = load_model(run_dir)
         out = run_dir if out is None else out
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
-    return tasks.for_card(card).evaluate_run(
-        model,
-        card,
-        out,
-        data,
-        beam_width=beam_width,
-        length_penalty=length_penalty,
-        coverage_penalty=coverage_penalty,
-        lm=lm,
-        alpha=alpha,
-        beta=beta,
-    )
+    return task.evaluate_run(model, card, out, data, **decoding)
 
 
 def average_checkpoints(

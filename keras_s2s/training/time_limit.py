@@ -95,19 +95,18 @@ class TimeLimit(keras.callbacks.Callback):
         )
 
 
-def schedule_for_time_limit(training: dict, given: set) -> str | None:
-    """With a time limit, `deadline` becomes the schedule unless `given` (the settings the user named)
-    holds `schedule`; returns the card's schedule it replaced, or None when nothing changed.
+def schedule_replaced_by_deadline(training: dict, given: set) -> str | None:
+    """The card's schedule that `deadline` replaces: with a time limit, unless `given` (the settings
+    the user named) holds `schedule`; None when the schedule stays.
 
     Example:
-        >>> schedule_for_time_limit({"schedule": "inverse_sqrt", "time_limit": "25m"}, given={"time_limit"})
+        >>> schedule_replaced_by_deadline({"schedule": "inverse_sqrt", "time_limit": "25m"}, {"time_limit"})
         'inverse_sqrt'
     """
-    replaced = training.get("schedule")
-    if not training.get("time_limit") or "schedule" in given or replaced == "deadline":
+    schedule = training.get("schedule")
+    if not training.get("time_limit") or "schedule" in given or schedule == "deadline":
         return None
-    training["schedule"] = "deadline"
-    return replaced
+    return schedule
 
 
 def deadline_rate(
