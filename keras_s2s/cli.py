@@ -99,11 +99,14 @@ def _add_decoding_flags(parser, beam_width: int = 1, coverage: bool = True) -> N
     if coverage:
         parser.add_argument("--coverage-penalty", type=_finite,
                             help="GNMT beta for a translation model's beam search (default 0: off)")  # fmt: skip
+        parser.add_argument("--no-loop-guard", dest="loop_guard", action="store_false", default=None,
+                            help="let a translation model emit a span a third time in a row (by "
+                            "default blocked unless the source repeats one so)")  # fmt: skip
 
 
 def _decoding(args, **more) -> dict:
     """The decoding options given on the command line (flags left unset are not in it)."""
-    names = ("beam_width", "length_penalty", "coverage_penalty")
+    names = ("beam_width", "length_penalty", "coverage_penalty", "loop_guard")
     given = {name: getattr(args, name, None) for name in names}
     return {name: value for name, value in {**given, **more}.items() if value is not None}
 
@@ -413,6 +416,7 @@ def _translate(args) -> None:
 
         if options.pop("coverage_penalty"):
             raise ValueError("--coverage-penalty is a native-engine option (CTranslate2 has none)")
+        options.pop("loop_guard")  # CTranslate2 has no loop guard: it decodes unguarded
         model = translator_for(args.model, compute_type=args.compute_type)
     else:
         from keras_s2s.export.native import check_compute_type, with_compute_type

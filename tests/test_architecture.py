@@ -19,8 +19,8 @@ LAYERS = {
     "config": 1,
     "backend": 1,
     "padding": 1,
-    "schema": 2,
     "text": 2,
+    "schema": 2,
     "precision": 2,
     "presets": 2,
     "plots": 2,
@@ -31,15 +31,15 @@ LAYERS = {
     "metrics": 4,
     "optimizers": 4,
     "distribution": 4,
-    "corpora": 4,
     "models": 5,
-    "data": 5,
-    "tasks": 6,
-    "cards": 7,
-    "zoo": 8,
-    "export": 8,
-    "training": 9,
-    "cli": 10,
+    "corpora": 5,
+    "data": 6,
+    "tasks": 7,
+    "cards": 8,
+    "zoo": 9,
+    "export": 9,
+    "training": 10,
+    "cli": 11,
 }
 
 
@@ -160,7 +160,7 @@ def test_the_rule_catches_an_upward_import(tmp_path, monkeypatch):
     monkeypatch.setattr(__import__(__name__), "PACKAGE", fake)
     assert upward_imports() == [
         "keras_s2s/models/x.py:2 (models, layer 5) imports keras_s2s.training.runner "
-        "(training, layer 9)"
+        "(training, layer 10)"
     ]
 
 

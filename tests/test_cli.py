@@ -217,6 +217,10 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert main(["evaluate", "--model", str(out), "--beam-width", "2"]) == 0
     beam = json.loads((out / "eval-beam2.json").read_text())
     assert beam["beam_width"] == 2 and beam["length_penalty"] == 0.6
+    assert beam["loop_guard"] is True and 0 <= beam["looping_percent"] == 100 * beam["looping"] / 8
+    assert main(["evaluate", "--model", str(out), "--no-loop-guard"]) == 0
+    unguarded = json.loads((out / "eval.json").read_text())
+    assert unguarded["loop_guard"] is False and "no loop guard" in capsys.readouterr().out
 
 
 def test_a_run_whose_evaluation_failed_after_training_is_finished_by_the_rerun(

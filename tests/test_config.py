@@ -288,6 +288,7 @@ def test_each_task_owns_its_decoding_options(tmp_path, capsys):
         "beam_width": 4,
         "length_penalty": 0.6,
         "coverage_penalty": 0.0,
+        "loop_guard": True,
     }
     assert tasks.get("recognition").decoding(lm="lm.arpa")["alpha"] == 0.5
     with pytest.raises(ValueError, match=r"beam_width: not a decoding option of a speech synth"):

@@ -92,7 +92,7 @@ def test_cached_step_equals_full_recomputation(name):
 def test_greedy_generate_follows_the_argmax_and_pads_after_eos(name):
     model = tiny(name)
     source = batch()["source"]
-    ids = model.generate(source, max_length=12)
+    ids = model.generate(source, max_length=12, loop_guard=False)  # the argmax path, unguarded
     target_in = np.concatenate([np.full((3, 1), BOS_ID, "int32"), ids[:, :-1]], axis=1)
     argmax = model({"source": source, "target_in": target_in}).numpy().argmax(-1)
     for row in range(3):
@@ -107,11 +107,11 @@ def test_greedy_generate_follows_the_argmax_and_pads_after_eos(name):
 def test_beam_never_scores_below_greedy_and_width_one_is_greedy(name):
     model = tiny(name)
     source = np.concatenate([batch(seed=s)["source"] for s in range(3)])
-    greedy = model.generate(source, max_length=8)
+    greedy = model.generate(source, max_length=8, loop_guard=False)
     np.testing.assert_array_equal(
-        model._decoder(1, 0.0, 0.0)(source, tf.fill([9], 8)).numpy(), greedy
+        model._decoder(1, 0.0, 0.0, False)(source, tf.fill([9], 8)).numpy(), greedy
     )
-    beam = model.generate(source, max_length=8, beam_width=3)
+    beam = model.generate(source, max_length=8, beam_width=3, loop_guard=False)
     greedy_scores, beam_scores = model.score(source, greedy)[0], model.score(source, beam)[0]
     assert (beam_scores.numpy() >= greedy_scores.numpy() - 1e-4).all()
 

@@ -14,7 +14,9 @@ With `beta > 0` the final choice among the beam adds the GNMT coverage
 penalty beta * sum_i log(min(sum_t attention_ti, 1)) over source positions i
 (the model's decoder state must then carry `"attention"` [B, S]).
 Each sentence may have its own length limit: at step `limits[b] - 1` only
-EOS is allowed.
+EOS is allowed. With `loop_guard` (the default) no span of 2-12 tokens is
+emitted a third time in a row unless the source repeats one so
+(`keras_s2s.decoding.loops`).
 
 Example:
     >>> ids = greedy_search(model, source_ids, limits=lengths * 2 + 10)
@@ -26,6 +28,7 @@ from __future__ import annotations
 import keras
 from keras import ops
 
+from keras_s2s.decoding.loops import block_loops, initial_runs, source_repeats, update_runs
 from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID
 
 NEG_INF = -1e9
@@ -60,7 +63,7 @@ def _write(outputs, step, values, positions):
     return ops.where(positions == step, values[..., None], outputs)
 
 
-def greedy_search(model, source_ids, limits, max_length=None):
+def greedy_search(model, source_ids, limits, max_length=None, loop_guard: bool = True):
     """The most probable token at every step: ids [B, max_length] (EOS, then 0s).
 
     Args:
@@ -68,6 +71,7 @@ def greedy_search(model, source_ids, limits, max_length=None):
         source_ids: int [B, S], 0-padded.
         limits: int [B]: most output tokens of each sentence, EOS included.
         max_length: int | None. Output width (>= max(limits)); default max(limits).
+        loop_guard: bool. Never a span's third copy in a row (unless the source has one).
     """
     encoded = model.encode(source_ids, training=False)
     batch = ops.shape(source_ids)[0]
@@ -75,24 +79,29 @@ def greedy_search(model, source_ids, limits, max_length=None):
     length = _max_length(limits, max_length)
     state = model.initial_decoder_state(encoded, length)
     positions = ops.arange(length)[None, :]
+    exempt = source_repeats(source_ids)
 
-    def keep_going(step, token, finished, outputs, state):
+    def keep_going(step, token, finished, outputs, runs, state):
         return ops.logical_not(ops.all(finished))
 
-    def body(step, token, finished, outputs, state):
+    def body(step, token, finished, outputs, runs, state):
         logits, state = model.decode_step(token, state, encoded)
         logits = only_eos_at_limit(ops.cast(logits, "float32"), step, limits)
+        if loop_guard:
+            logits = block_loops(logits, runs, outputs, step, exempt)
         best = ops.cast(ops.argmax(logits, axis=-1), "int32")
         token = ops.where(finished, PAD_ID, best)
+        runs = update_runs(runs, outputs, token, step)
         outputs = _write(outputs, step, token, positions)
         finished = ops.logical_or(finished, ops.equal(token, EOS_ID))
-        return step + 1, token, finished, outputs, state
+        return step + 1, token, finished, outputs, runs, state
 
     loop_vars = (
         ops.convert_to_tensor(0, "int32"),
         ops.full((batch,), BOS_ID, "int32"),
         ops.zeros((batch,), "bool"),
         ops.zeros((batch, length), "int32"),
+        initial_runs((batch,)),
         state,
     )
     outputs = ops.while_loop(keep_going, body, loop_vars, maximum_iterations=length)[3]
@@ -113,6 +122,7 @@ def beam_search(
     alpha: float = 0.0,
     beta: float = 0.0,
     max_length=None,
+    loop_guard: bool = True,
 ):
     """Best hypothesis per sentence: ids [B, max_length] (EOS, then 0s), its float32 log-probability,
     its length.
@@ -125,6 +135,7 @@ def beam_search(
         alpha: float. Length-penalty exponent.
         beta: float. Coverage-penalty weight (0 = none).
         max_length: int | None. Output width (>= max(limits)); default max(limits).
+        loop_guard: bool. Never a span's third copy in a row (unless the source has one).
     """
     batch = ops.shape(source_ids)[0]
     k = beam_width
@@ -135,6 +146,7 @@ def beam_search(
     encoded = keras.tree.map_structure(tile, model.encode(source_ids, training=False))
     state = model.initial_decoder_state(encoded, length)
     source_mask = ops.not_equal(tile(source_ids), PAD_ID)
+    exempt = ops.reshape(tile(source_repeats(source_ids)), (batch, k))
     positions = ops.arange(length)[None, None, :]
     # only the first beam is live at the start, so the k beams do not duplicate one hypothesis
     first_live = ops.where(ops.arange(k) == 0, 0.0, NEG_INF)
@@ -146,13 +158,14 @@ def beam_search(
         ops.zeros((batch, k), "int32"),  # lengths
         ops.zeros((batch, k, length), "int32"),  # sequences
         ops.zeros(ops.shape(source_mask), "float32"),  # coverage
+        initial_runs((batch, k)),  # loop guard: tokens in a row that repeat the span before
         state,
     )
 
     def keep_going(step, tokens, log_probs, finished, *_):
         return ops.logical_not(ops.all(finished))
 
-    def body(step, tokens, log_probs, finished, lengths, sequences, coverage, state):
+    def body(step, tokens, log_probs, finished, lengths, sequences, coverage, runs, state):
         logits, state = model.decode_step(tokens, state, encoded)
         if beta:
             live = ops.cast(ops.logical_not(ops.reshape(finished, (-1,))), "float32")[:, None]
@@ -160,6 +173,8 @@ def beam_search(
         vocab = ops.shape(logits)[-1]
         step_scores = ops.reshape(ops.log_softmax(ops.cast(logits, "float32")), (batch, k, vocab))
         step_scores = only_eos_at_limit(step_scores, step, beam_limits)
+        if loop_guard:
+            step_scores = block_loops(step_scores, runs, sequences, step, exempt)
         # a finished hypothesis continues only with padding, at no cost
         pad_only = ops.where(ops.arange(vocab) == PAD_ID, 0.0, NEG_INF)[None, None, :]
         step_scores = ops.where(finished[:, :, None], pad_only, step_scores)
@@ -176,12 +191,16 @@ def beam_search(
         sequences = ops.reshape(
             reorder(ops.reshape(sequences, (batch * k, length))), (batch, k, length)
         )
+        runs = ops.take_along_axis(
+            runs, ops.broadcast_to(beam_indices[:, :, None], ops.shape(runs)), axis=1
+        )
+        runs = update_runs(runs, sequences, new_tokens, step)
         sequences = _write(sequences, step, new_tokens, positions)
         finished = ops.logical_or(finished, ops.equal(new_tokens, EOS_ID))
         state = keras.tree.map_structure(reorder, state)
         coverage = reorder(coverage)
         tokens = ops.reshape(new_tokens, (-1,))
-        return step + 1, tokens, log_probs, finished, lengths, sequences, coverage, state
+        return step + 1, tokens, log_probs, finished, lengths, sequences, coverage, runs, state
 
     final = ops.while_loop(keep_going, body, loop_vars, maximum_iterations=length)
     log_probs, lengths, sequences, coverage = final[2], final[4], final[5], final[6]

@@ -166,21 +166,25 @@ class Seq2SeqLM(ZooModel):
         )
 
     def _beam_or_greedy(
-        self, source_ids, limits, beam_width: int, alpha: float, beta: float, max_length=None
+        self,
+        source_ids,
+        limits,
+        beam_width: int,
+        alpha: float,
+        beta: float,
+        max_length=None,
+        loop_guard: bool = True,
     ):
         """Beam search; without a coverage penalty, keeps the greedy hypothesis where it scores higher."""
         ids, log_probs, lengths = beam_search(
-            self, source_ids, beam_width, limits, alpha, beta, max_length
+            self, source_ids, beam_width, limits, alpha, beta, max_length, loop_guard
         )
-        if beta:
-            return (
-                ids  # the coverage-penalized objective is not the model's own: no greedy fallback
-            )
-        greedy = greedy_search(self, source_ids, limits, max_length)
+        if beta:  # the coverage-penalized objective is not the model's own: no greedy fallback
+            return ids
+        greedy = greedy_search(self, source_ids, limits, max_length, loop_guard)
         greedy_log_probs, greedy_lengths = self.score(source_ids, greedy)
-        better = greedy_log_probs / length_penalty(
-            greedy_lengths, alpha
-        ) > log_probs / length_penalty(lengths, alpha)
+        greedy_score = greedy_log_probs / length_penalty(greedy_lengths, alpha)
+        better = greedy_score > log_probs / length_penalty(lengths, alpha)
         return ops.where(better[:, None], greedy, ids)
 
     def output_limits(
@@ -210,12 +214,14 @@ class Seq2SeqLM(ZooModel):
         length_penalty: float = 0.0,
         coverage_penalty: float = 0.0,
         max_length=None,
+        loop_guard: bool = True,
     ):
         """Decode a batch inside a compiled function (a `tf.function`, a SavedModel, `jax.jit`): source
         ids [B, S] and output limits [B] (`output_limits`) -> output ids [B, L], EOS then 0s, with
-        L = `max_length` (a Python int: JAX needs one) or max(limits). `generate` wraps it for NumPy."""
+        L = `max_length` (a Python int: JAX needs one) or max(limits). `generate` wraps it for NumPy.
+        `loop_guard`: no span emitted a third time in a row (`keras_s2s.decoding.loops`)."""
         if beam_width == 1:
-            return greedy_search(self, source_ids, limits, max_length)
+            return greedy_search(self, source_ids, limits, max_length, loop_guard)
         return self._beam_or_greedy(
             source_ids,
             limits,
@@ -223,14 +229,17 @@ class Seq2SeqLM(ZooModel):
             float(length_penalty),
             float(coverage_penalty),
             max_length,
+            loop_guard,
         )
 
-    def _decoder(self, beam_width: int, alpha: float, beta: float):
-        key = (beam_width, alpha, beta)
+    def _decoder(self, beam_width: int, alpha: float, beta: float, loop_guard: bool):
+        key = (beam_width, alpha, beta, loop_guard)
         if key not in self._decoders:
 
             def fn(source_ids, limits, max_length=None):
-                return self.decode_ids(source_ids, limits, beam_width, alpha, beta, max_length)
+                return self.decode_ids(
+                    source_ids, limits, beam_width, alpha, beta, max_length, loop_guard
+                )
 
             signature = None
             if backend.is_tensorflow():  # one trace for all shapes
@@ -250,6 +259,7 @@ class Seq2SeqLM(ZooModel):
         coverage_penalty: float = 0.0,
         max_length_ratio: float | None = None,
         max_length_offset: int = 10,
+        loop_guard: bool = True,
     ) -> np.ndarray:
         """Decode a padded batch of source ids; returns ids [B, L] (EOS, then 0s).
 
@@ -262,6 +272,8 @@ class Seq2SeqLM(ZooModel):
             max_length_ratio, max_length_offset: a sentence of n source tokens
                 gets at most `ratio * n + offset` output tokens (capped by
                 `max_length`); None = `max_length` for every sentence.
+            loop_guard: bool. No span of 2-12 tokens a third time in a row unless the
+                source repeats one so (`keras_s2s.decoding.loops`); False decodes unguarded.
 
         Example:
             >>> model.generate(ids, beam_width=4, length_penalty=0.6, max_length_ratio=2.0)
@@ -284,7 +296,9 @@ class Seq2SeqLM(ZooModel):
         limits = ops.convert_to_numpy(
             self.output_limits(source_ids, max_length, max_length_ratio, max_length_offset)
         )
-        decoder = self._decoder(beam_width, float(length_penalty), float(coverage_penalty))
+        decoder = self._decoder(
+            beam_width, float(length_penalty), float(coverage_penalty), bool(loop_guard)
+        )
         longest = int(limits.max())
         if backend.is_tensorflow():
             ids = decoder(source_ids, limits)
@@ -304,6 +318,7 @@ class Seq2SeqLM(ZooModel):
         max_length_offset: int = 10,
         progress=None,
         first_line: int = 1,
+        loop_guard: bool = True,
     ) -> list[str]:
         """Translate raw sentences to detokenized text (greedy, or beam search if beam_width > 1).
 
@@ -356,6 +371,7 @@ class Seq2SeqLM(ZooModel):
                 coverage_penalty=coverage_penalty,
                 max_length_ratio=max_length_ratio,
                 max_length_offset=max_length_offset,
+                loop_guard=loop_guard,
             )
             for i, text in zip(chunk, self.tokenizer.target.detokenize(ids)):
                 results[i] = text

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from keras_s2s.config import FITTABLE
 from keras_s2s.data.parallel import load_parallel_data, read_splits
+from keras_s2s.decoding.loops import count_loops
 from keras_s2s.files import atomic_write, write_results
 from keras_s2s.losses import SmoothedCrossEntropy
 from keras_s2s.metrics import MaskedAccuracy, score
@@ -38,8 +39,10 @@ def evaluate_translation(
     beam_width: int = 1,
     length_penalty: float = 0.6,
     coverage_penalty: float = 0.0,
+    loop_guard: bool = True,
 ) -> dict:
-    """Translate the test split (greedy or beam search), score it, write hypotheses, print a few samples."""
+    """Translate the test split (greedy or beam search), score it, count the hypotheses that loop
+    where their source does not (`looping`), write hypotheses, print a few samples."""
     if not test_pairs:
         raise ValueError("the test split is empty: nothing to evaluate")
     sources = [s for s, _ in test_pairs]
@@ -50,8 +53,13 @@ def evaluate_translation(
         beam_width=beam_width,
         length_penalty=length_penalty,
         coverage_penalty=coverage_penalty,
+        loop_guard=loop_guard,
     )
     result = score(hypotheses, references)
+    looping = count_loops(hypotheses, sources)
+    result["looping"] = looping
+    result["looping_percent"] = round(100.0 * looping / len(sources), 2)
+    result["loop_guard"] = loop_guard
     result["beam_width"] = beam_width
     result["length_penalty"] = length_penalty if beam_width > 1 else None
     result["coverage_penalty"] = coverage_penalty
@@ -66,8 +74,11 @@ def evaluate_translation(
     decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {length_penalty}"
     if coverage_penalty:
         decoding += f", beta {coverage_penalty}"
+    if not loop_guard:
+        decoding += ", no loop guard"
     print(
-        f"held-out BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({len(sources)} sentences, {decoding})"
+        f"held-out BLEU {result['bleu']:.2f}  chrF {result['chrf']:.2f}  ({len(sources)} sentences, "
+        f"{decoding}; {looping} looping)"
     )
     print(f"  {result['bleu_signature']}")
     if "dictionary_baseline_bleu" in result:
@@ -94,7 +105,12 @@ class Translation(Task):
         # settings chosen from a corpus other than the demo (keras_s2s/data/fitting.py)
         "fit_to_corpus": Subset(*FITTABLE),
     }
-    decoding_options = {"beam_width": 1, "length_penalty": 0.6, "coverage_penalty": 0.0}
+    decoding_options = {
+        "beam_width": 1,
+        "length_penalty": 0.6,
+        "coverage_penalty": 0.0,
+        "loop_guard": True,  # keras_s2s.decoding.loops
+    }
     model_class = Seq2SeqLM
     command = "translate"
     noun = "a translation model"
@@ -186,6 +202,7 @@ class Translation(Task):
         beam_width: int,
         length_penalty: float,
         coverage_penalty: float,
+        loop_guard: bool,
     ) -> dict:
         split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
         # missing: train's defaults
@@ -199,6 +216,7 @@ class Translation(Task):
             beam_width=beam_width,
             length_penalty=length_penalty,
             coverage_penalty=coverage_penalty,
+            loop_guard=loop_guard,
         )
 
     def serving_module(
