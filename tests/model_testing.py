@@ -6,7 +6,7 @@
 2. Training: a few epochs of `fit` on one batch give finite losses that fall.
 3. Saving: a `.keras` file, loaded again, computes the same outputs and decodes the same.
 4. bfloat16: built under `mixed_bfloat16`, the model computes in bfloat16, keeps float32 weights and
-   trains a step with a finite loss.
+   its outputs are finite (training under mixed precision is tests/test_precision.py's).
 
 Example:
     >>> run_model_test(lambda **s: zoo.load("gnmt_demo", units=16, **s), make_batch,
@@ -67,7 +67,7 @@ def run_model_test(build, make_batch, outputs, tmp_path, epochs: int = 4, atol: 
     half = build(precision="mixed_bfloat16")
     assert half.dtype_policy.compute_dtype == "bfloat16"
     assert all(w.dtype == "float32" for w in half.trainable_weights)
-    loss = half.fit(inputs, labels, epochs=1, verbose=0).history["loss"][-1]
-    assert math.isfinite(loss), f"{model.name}: bfloat16 loss {loss}"
+    for output in keras.tree.flatten(half(inputs, training=False)):
+        assert np.isfinite(keras.ops.convert_to_numpy(output).astype("float32")).all()
     keras.mixed_precision.set_global_policy("float32")
     return model

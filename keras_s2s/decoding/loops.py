@@ -49,16 +49,20 @@ def update_runs(runs, sequences, tokens, step):
 
 def block_loops(scores, runs, sequences, step, exempt):
     """`scores` [..., V] with the token that would complete a loop set to -inf, where `exempt` [...]
-    (the source repeats itself) is False."""
-    vocab = ops.arange(ops.shape(scores)[-1])
-    for index, n in enumerate(PERIODS):
-        looping = ops.logical_and(runs[..., index] >= (REPEATS - 1) * n - 1, step >= n)
-        looping = ops.logical_and(looping, ops.logical_not(exempt))
-        blocked = ops.logical_and(
-            looping[..., None], ops.equal(vocab, _token_back(sequences, step, n)[..., None])
-        )
-        scores = ops.where(blocked, NEG_INF, scores)
-    return scores
+    (the source repeats itself) is False. One scatter of the few blocked tokens, not a pass over
+    the vocabulary per period."""
+    shape = ops.shape(scores)
+    flat = ops.reshape(scores, (-1, shape[-1]))
+    rows = ops.shape(flat)[0]
+    periods = ops.convert_to_tensor(PERIODS, "int32")
+    tokens = ops.stack([_token_back(sequences, step, n) for n in PERIODS], axis=-1)  # [..., P]
+    looping = ops.logical_and(runs >= (REPEATS - 1) * periods - 1, step >= periods)
+    looping = ops.logical_and(looping, ops.logical_not(exempt)[..., None])
+    penalty = ops.reshape(ops.where(looping, NEG_INF, 0.0), (-1,))
+    row_of = ops.repeat(ops.arange(rows, dtype="int32"), len(PERIODS))
+    indices = ops.stack([row_of, ops.reshape(ops.cast(tokens, "int32"), (-1,))], axis=1)
+    blocked = ops.scatter(indices, ops.cast(penalty, flat.dtype), ops.shape(flat))
+    return ops.reshape(flat + blocked, shape)
 
 
 def source_repeats(source_ids):
