@@ -177,6 +177,12 @@ def _evaluate_arguments(evaluate) -> None:
     )
     _add_decoding_flags(evaluate)
     _add_lm_flags(evaluate)
+    evaluate.add_argument(
+        "--grid",
+        action="store_true",
+        help="translation: score beam widths 1, 4, 8 and length penalties 0.6, 1.0 on the dev "
+        "split (decoding-grid.json) and name the best; choose the decoding there, never on test",
+    )
 
 
 def _translate_arguments(translate) -> None:
@@ -697,6 +703,7 @@ def _evaluate(args) -> None:
         args.model,
         data=",".join(args.data) if args.data else None,
         out=args.out,
+        grid=args.grid,
         **_decoding(args, **_lm_settings(args)),
     )
 

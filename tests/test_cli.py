@@ -221,6 +221,15 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert main(["evaluate", "--model", str(out), "--no-loop-guard"]) == 0
     unguarded = json.loads((out / "eval.json").read_text())
     assert unguarded["loop_guard"] is False and "no loop guard" in capsys.readouterr().out
+    assert main(["evaluate", "--model", str(out), "--grid"]) == 0
+    grid = json.loads((out / "decoding-grid.json").read_text())
+    assert [(row["beam_width"], row["length_penalty"]) for row in grid["grid"]] == [
+        (1, None), (4, 0.6), (4, 1.0), (8, 0.6), (8, 1.0)
+    ]  # fmt: skip
+    assert grid["split"] == "dev" and grid["sentences"] == 16 and grid["best"] in grid["grid"]
+    assert "best on dev: BLEU" in capsys.readouterr().out
+    assert main(["evaluate", "--model", str(out), "--grid", "--beam-width", "4"]) == 2
+    assert "give no decoding flag" in capsys.readouterr().err
 
 
 def test_a_run_whose_evaluation_failed_after_training_is_finished_by_the_rerun(

@@ -293,6 +293,8 @@ def test_each_task_owns_its_decoding_options(tmp_path, capsys):
     assert tasks.get("recognition").decoding(lm="lm.arpa")["alpha"] == 0.5
     with pytest.raises(ValueError, match=r"beam_width: not a decoding option of a speech synth"):
         tasks.get("synthesis").decoding(beam_width=2)
+    with pytest.raises(ValueError, match=r"--grid scores a translation model's beam widths"):
+        tasks.get("recognition").decoding_grid(None, None, None)
     run = tmp_path / "run"  # refused before the model would load: a card is all it takes
     run.mkdir()
     shutil.copy(zoo.card_path("gnmt_demo"), run / "card.yaml")

@@ -128,6 +128,13 @@ class Task:
         all of `decoding_options`."""
         raise NotImplementedError
 
+    def decoding_grid(self, model, card, run_dir: Path, data: str | None = None) -> dict:
+        """Score decoding settings on the dev split and name the best (`evaluate --grid`)."""
+        raise ValueError(
+            f"--grid scores a translation model's beam widths and length penalties; this is "
+            f"{self.noun}"
+        )
+
     def serving_module(self, model, **options):
         """A `tf.Module` and its serving function, for `export_saved_model` (`options`: decoding settings)."""
         raise ValueError(

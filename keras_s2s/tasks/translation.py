@@ -8,6 +8,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import time
 from pathlib import Path
@@ -28,6 +29,8 @@ from keras_s2s.text.tokenizer import (
 )
 
 log = logging.getLogger("keras_s2s")
+# the (beam width, length penalty) pairs `evaluate --grid` scores on the dev split
+DECODING_GRID = ((1, 0.6), (4, 0.6), (4, 1.0), (8, 0.6), (8, 1.0))
 
 
 def evaluate_translation(
@@ -86,6 +89,52 @@ def evaluate_translation(
     for src, ref, hyp in list(zip(sources, references, hypotheses))[:samples]:
         print(f"  source:     {src}\n  reference:  {ref}\n  model:      {hyp}")
     return result
+
+
+def decoding_grid(
+    model, dev_pairs: list, out_dir: Path | None = None, settings=DECODING_GRID
+) -> dict:
+    """Score the dev pairs under each (beam width, length penalty) of `settings`, print a table, write
+    `decoding-grid.json` and name the best: decoding is chosen on dev, never on the test split.
+
+    Example:
+        >>> decoding_grid(model, corpus.valid_pairs)["best"]
+        {'beam_width': 4, 'length_penalty': 1.0, 'bleu': 25.48, ...}
+    """
+    if not dev_pairs:
+        raise ValueError("the dev split is empty: nothing to choose the decoding on")
+    sources = [s for s, _ in dev_pairs]
+    references = [t for _, t in dev_pairs]
+    rows = []
+    print(f"decoding on the dev split ({len(sources)} sentences):")
+    for beam_width, alpha in settings:
+        start = time.time()
+        hypotheses = model.translate(sources, beam_width=beam_width, length_penalty=alpha)
+        result = score(hypotheses, references)
+        rows.append(
+            {
+                "beam_width": beam_width,
+                "length_penalty": alpha if beam_width > 1 else None,
+                "bleu": result["bleu"],
+                "chrf": result["chrf"],
+                "looping": count_loops(hypotheses, sources),
+                "decode_seconds": round(time.time() - start, 1),
+            }
+        )
+        decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {alpha}"
+        print(f"  {decoding:<20} BLEU {result['bleu']:6.2f}  chrF {result['chrf']:6.2f}")
+    best = max(rows, key=lambda row: (row["bleu"], -row["beam_width"]))
+    summary = {"split": "dev", "sentences": len(sources), "grid": rows, "best": best}
+    if out_dir is not None:
+        atomic_write(
+            Path(out_dir) / "decoding-grid.json",
+            lambda path: path.write_text(json.dumps(summary, indent=2), encoding="utf-8"),
+        )
+    flags = f"--beam-width {best['beam_width']}"
+    if best["beam_width"] > 1:
+        flags += f" --length-penalty {best['length_penalty']}"
+    print(f"best on dev: BLEU {best['bleu']:.2f} with {flags}")
+    return summary
 
 
 class Translation(Task):
@@ -204,10 +253,7 @@ class Translation(Task):
         coverage_penalty: float,
         loop_guard: bool,
     ) -> dict:
-        split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
-        # missing: train's defaults
-        splits = {key: card.data[key] for key in split_keys if key in card.data}
-        _, _, test, demo = read_splits(data or card.data["source"], **splits)
+        _, _, test, demo = _read_splits(card, data)
         return evaluate_translation(
             model,
             test,
@@ -218,6 +264,10 @@ class Translation(Task):
             coverage_penalty=coverage_penalty,
             loop_guard=loop_guard,
         )
+
+    def decoding_grid(self, model, card, run_dir: Path, data: str | None = None) -> dict:
+        _, valid, _, _ = _read_splits(card, data)
+        return decoding_grid(model, valid, run_dir)
 
     def serving_module(
         self,
@@ -233,3 +283,11 @@ class Translation(Task):
             model, beam_width, length_penalty, max_length_ratio, max_length_offset
         )
         return server, server.translate
+
+
+def _read_splits(card, data: str | None):
+    """The splits of the card's corpus (or of `data`) as training cut them (missing keys: train's
+    defaults)."""
+    split_keys = ("num_train", "num_valid", "num_test", "seed", "direction")
+    splits = {key: card.data[key] for key in split_keys if key in card.data}
+    return read_splits(data or card.data["source"], **splits)

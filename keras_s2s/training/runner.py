@@ -476,13 +476,18 @@ def _evaluate_and_save_preset(
 
 
 def evaluate_run(
-    run_dir: str | Path, data: str | None = None, out: str | Path | None = None, **decoding
+    run_dir: str | Path,
+    data: str | None = None,
+    out: str | Path | None = None,
+    grid: bool = False,
+    **decoding,
 ) -> dict:
     """Re-evaluate a finished run on its test split (or on the test split of `data`): BLEU, WER or
     the synthesis checks (attention focus, mel distances). `decoding`: the options of the run's task
     (`Task.decoding_options`; a translation model's `beam_width`, `length_penalty`,
     `coverage_penalty`; a speech recognizer's `beam_width` and word LM `lm`, `alpha`, `beta`);
-    another task's option is a ValueError.
+    another task's option is a ValueError. `grid`: instead, score a translation model's beam widths
+    and length penalties on the dev split (`decoding-grid.json`) and name the best.
 
     `run_dir` may also be a zoo preset `NAME:PRESET`, scored on its card's corpus or on `data`.
     The transcripts (or translations) and eval JSON go to `out`: by default the run directory;
@@ -497,6 +502,10 @@ def evaluate_run(
     card = zoo.get_card(preset[0] if preset else str(Path(run_dir) / "card.yaml"))
     task = tasks.for_card(card)
     decoding = task.decoding(**decoding)  # before the model loads
+    if grid and decoding != task.decoding():
+        raise ValueError(
+            "--grid tries its own beam widths and length penalties: give no decoding flag"
+        )
     if preset:
         model = zoo.load(preset[0], weights=preset[1])
     else:
@@ -506,6 +515,8 @@ def evaluate_run(
     if out is not None:
         out = Path(out)
         out.mkdir(parents=True, exist_ok=True)
+    if grid:
+        return task.decoding_grid(model, card, out, data)
     return task.evaluate_run(model, card, out, data, **decoding)
 
 
