@@ -491,11 +491,10 @@ def _lm_settings(args) -> dict:
         if not path.is_file():
             raise FileNotFoundError(f"{args.model}: the preset ships no word LM (lm.arpa.gz)")
         tuned = read_metadata(folder).get("lm", {})
-        given = {
-            "lm": str(path),
-            **{k: tuned.get(k) for k in ("alpha", "beta")},
-            **{name: value for name, value in given.items() if name != "lm" and value is not None},
-        }
+        given["lm"] = str(path)
+        for name in ("alpha", "beta"):  # the preset's tuned values, unless given
+            if given[name] is None:
+                given[name] = tuned.get(name)
     return {name: value for name, value in given.items() if value is not None}
 
 

@@ -94,8 +94,9 @@ def evaluate_translation(
 def decoding_grid(
     model, dev_pairs: list, out_dir: Path | None = None, settings=DECODING_GRID
 ) -> dict:
-    """Score the dev pairs under each (beam width, length penalty) of `settings`, print a table, write
-    `decoding-grid.json` and name the best: decoding is chosen on dev, never on the test split.
+    """Score the dev pairs under each (beam width, length penalty) of `settings` (each printed by
+    `evaluate_translation`), write `decoding-grid.json` and name the best: decoding is chosen on
+    dev, never on the test split.
 
     Example:
         >>> decoding_grid(model, corpus.valid_pairs)["best"]
@@ -103,28 +104,16 @@ def decoding_grid(
     """
     if not dev_pairs:
         raise ValueError("the dev split is empty: nothing to choose the decoding on")
-    sources = [s for s, _ in dev_pairs]
-    references = [t for _, t in dev_pairs]
+    print(f"decoding on the dev split ({len(dev_pairs)} sentences):")
+    keys = ("beam_width", "length_penalty", "bleu", "chrf", "looping", "decode_seconds")
     rows = []
-    print(f"decoding on the dev split ({len(sources)} sentences):")
     for beam_width, alpha in settings:
-        start = time.time()
-        hypotheses = model.translate(sources, beam_width=beam_width, length_penalty=alpha)
-        result = score(hypotheses, references)
-        rows.append(
-            {
-                "beam_width": beam_width,
-                "length_penalty": alpha if beam_width > 1 else None,
-                "bleu": result["bleu"],
-                "chrf": result["chrf"],
-                "looping": count_loops(hypotheses, sources),
-                "decode_seconds": round(time.time() - start, 1),
-            }
+        result = evaluate_translation(
+            model, dev_pairs, samples=0, beam_width=beam_width, length_penalty=alpha
         )
-        decoding = "greedy" if beam_width == 1 else f"beam {beam_width}, alpha {alpha}"
-        print(f"  {decoding:<20} BLEU {result['bleu']:6.2f}  chrF {result['chrf']:6.2f}")
+        rows.append({key: result[key] for key in keys})
     best = max(rows, key=lambda row: (row["bleu"], -row["beam_width"]))
-    summary = {"split": "dev", "sentences": len(sources), "grid": rows, "best": best}
+    summary = {"split": "dev", "sentences": len(dev_pairs), "grid": rows, "best": best}
     if out_dir is not None:
         atomic_write(
             Path(out_dir) / "decoding-grid.json",
