@@ -87,6 +87,7 @@ TEXT = ("gnmt", "transformer", "convs2s")
 # where the backends' layers differ most (TensorFlow's hoisted recurrence, JAX's Keras loop or scan):
 # also trained on JAX and loaded on TensorFlow
 RECURRENT = ("gnmt", "deepspeech2", "tacotron2")
+SEARCHES = ("greedy", "beam", "coverage")
 
 
 def build(architecture: str, **settings):
@@ -130,9 +131,9 @@ def batch(architecture: str, model, size: int = 4, seed: int = 0):
     return inputs, rng.integers(1, model.vocab_size, (size, 6)).astype("int32")
 
 
-def outputs(architecture: str, model, inputs, labels, decode: bool = True) -> dict:
-    """Float32 loss and outputs of the model (inference mode), and its decoded ids where it decodes
-    (unless `decode` is False)."""
+def outputs(architecture: str, model, inputs, labels, searches=SEARCHES) -> dict:
+    """Float32 loss and outputs of the model (inference mode), and the ids it decodes with each of
+    `searches` (greedy, beam 3, beam 2 with a coverage penalty: text only) where it decodes."""
     result = {
         "loss": np.float32(model.evaluate(inputs, labels, verbose=0, return_dict=True)["loss"])
     }
@@ -142,21 +143,19 @@ def outputs(architecture: str, model, inputs, labels, decode: bool = True) -> di
         result["stop"] = keras.ops.convert_to_numpy(predicted["stop"])
         return result
     result["logits"] = keras.ops.convert_to_numpy(predicted)
-    if not decode:
-        return result
     if architecture in TEXT:
-        source = inputs["source"]
-        result["greedy"] = model.generate(source, max_length=10)
-        result["beam"] = model.generate(source, max_length=10, beam_width=3, length_penalty=0.6)
-        result["coverage"] = model.generate(
-            source, max_length=10, beam_width=2, length_penalty=0.6, coverage_penalty=0.2
-        )
-    else:
-        features, lengths = inputs["features"], inputs["feature_lengths"]
-        result["greedy"] = np.array(model.decode(features, lengths), dtype=object).astype(str)
-        result["beam"] = np.array(
-            model.decode(features, lengths, beam_width=3), dtype=object
-        ).astype(str)
+        settings = {
+            "greedy": {},
+            "beam": {"beam_width": 3, "length_penalty": 0.6},
+            "coverage": {"beam_width": 2, "length_penalty": 0.6, "coverage_penalty": 0.2},
+        }
+        for search in searches:
+            result[search] = model.generate(inputs["source"], max_length=10, **settings[search])
+        return result
+    features, lengths = inputs["features"], inputs["feature_lengths"]
+    for search in (search for search in searches if search != "coverage"):
+        decoded = model.decode(features, lengths, beam_width=3 if search == "beam" else 1)
+        result[search] = np.array(decoded, dtype=object).astype(str)
     return result
 
 
@@ -192,7 +191,7 @@ def main(directory: str) -> None:
         model.save_weights(f"{directory}/{architecture}.jax.weights.h5")
         np.savez(
             f"{directory}/{architecture}.jax-trained.npz",
-            **outputs(architecture, model, inputs, saved["labels"], decode=False),
+            **outputs(architecture, model, inputs, saved["labels"], searches=()),
         )
     np.savez(f"{directory}/presets.jax.npz", **preset_outputs(f"{directory}/speech.wav"))
 

@@ -35,6 +35,16 @@ TINY = {
         max_positions=32,
         **kw,
     ),
+    "convs2s_shared": lambda **kw: ConvS2S(
+        embedding_dim=16,
+        channels=[16, 24],
+        kernel_sizes=[3, 3],
+        out_embedding_dim=16,
+        dropout=0.0,
+        max_positions=32,
+        share_embeddings=True,
+        **kw,
+    ),
 }
 
 
@@ -145,7 +155,7 @@ def test_coverage_penalty_prefers_hypotheses_that_cover_the_source():
         model.generate(source, coverage_penalty=0.3)
 
 
-@pytest.mark.parametrize("name", ["transformer", "convs2s"])
+@pytest.mark.parametrize("name", ["transformer", "convs2s", "convs2s_shared"])
 def test_keras_file_round_trip_with_tokenizer(name, tmp_path):
     tokenizer = SubwordTokenizer.train(
         [f"word{i} and word{i + 1}" for i in range(300)], vocab_size=60
@@ -163,7 +173,7 @@ def test_keras_file_round_trip_with_tokenizer(name, tmp_path):
     )
 
 
-@pytest.mark.parametrize("name", ["transformer", "convs2s"])
+@pytest.mark.parametrize("name", ["transformer", "convs2s", "convs2s_shared"])
 def test_mixed_bfloat16_keeps_float32_weights_softmax_and_logits(name):
     keras.mixed_precision.set_global_policy("mixed_bfloat16")
     model = tiny(name)
@@ -175,12 +185,14 @@ def test_mixed_bfloat16_keeps_float32_weights_softmax_and_logits(name):
     assert model.generate(inputs["source"], max_length=6, beam_width=2).shape[0] == 3
 
 
-def test_transformer_shares_one_embedding_matrix_when_asked():
-    shared, separate = tiny("transformer"), tiny("transformer_postnorm_learned")
+@pytest.mark.parametrize("shared, separate", [("transformer", "transformer_postnorm_learned"),
+                                              ("convs2s_shared", "convs2s")])  # fmt: skip
+def test_one_embedding_matrix_when_asked(shared, separate):
+    shared, separate = tiny(shared), tiny(separate)
     shared.build(), separate.build()
     vocab_matrices = lambda model: [w for w in model.weights if 40 in w.shape]  # noqa: E731
     assert len(vocab_matrices(shared)) == 1
-    assert len(vocab_matrices(separate)) == 3  # source, target, output
+    assert len(vocab_matrices(separate)) >= 3  # source, target, output (and its bias)
 
 
 def test_bad_arguments():
@@ -192,6 +204,10 @@ def test_bad_arguments():
         ConvS2S(vocab_size=10, channels=[8, 8], kernel_sizes=[3])
     with pytest.raises(ValueError, match="odd kernel_size"):
         ConvS2S(vocab_size=10, embedding_dim=8, channels=[8], kernel_sizes=[2]).build()
+    with pytest.raises(ValueError, match="share_embeddings needs a joint vocabulary"):
+        ConvS2S(vocab_size=10, source_vocab_size=12, share_embeddings=True)
+    with pytest.raises(ValueError, match="out_embedding_dim equal to embedding_dim"):
+        ConvS2S(vocab_size=10, embedding_dim=8, out_embedding_dim=4, share_embeddings=True)
 
 
 def test_the_loss_is_the_mean_over_real_tokens():

@@ -45,6 +45,9 @@ class ConvS2S(Seq2SeqLM):
         out_embedding_dim: int. Size before the output projection (0 = `embedding_dim`).
         dropout: float. Dropout on embeddings and before every convolution and projection.
         max_positions: int. Longest source or target sequence.
+        share_embeddings: bool. One matrix for source, target and output embeddings (a joint
+            vocabulary and `out_embedding_dim` equal to `embedding_dim`); a third of the
+            parameters of a small model with an 8,000-piece vocabulary.
         tokenizer, decode_max_length: see `Seq2SeqLM`.
     """
 
@@ -58,6 +61,7 @@ class ConvS2S(Seq2SeqLM):
         out_embedding_dim: int = 512,
         dropout: float = 0.1,
         max_positions: int = 1024,
+        share_embeddings: bool = False,
         tokenizer=None,
         decode_max_length: int = 128,
         **kwargs,
@@ -81,21 +85,30 @@ class ConvS2S(Seq2SeqLM):
             dropout,
             max_positions,
         )
+        self.share_embeddings = bool(share_embeddings)
+        if self.share_embeddings and (
+            source_vocab_size not in (0, vocab_size)
+            or (out_embedding_dim or embedding_dim) != embedding_dim
+        ):
+            raise ValueError(
+                "share_embeddings needs a joint vocabulary (source_vocab_size 0, got "
+                f"{source_vocab_size}) and out_embedding_dim equal to embedding_dim "
+                f"({out_embedding_dim} != {embedding_dim})"
+            )
         policy = self.dtype_policy
         embed_init = keras.initializers.RandomNormal(stddev=0.1)
 
-        def embeddings(prefix, size):
-            return (
-                keras.layers.Embedding(
-                    size,
-                    embedding_dim,
-                    embeddings_initializer=embed_init,
-                    dtype=policy,
-                    name=f"{prefix}_embedding",
-                ),
-                keras_hub.layers.PositionEmbedding(
-                    max_positions, initializer=embed_init, dtype=policy, name=f"{prefix}_positions"
-                ),
+        def embedding(prefix, size):
+            settings = dict(
+                embeddings_initializer=embed_init, dtype=policy, name=f"{prefix}_embedding"
+            )
+            if self.share_embeddings:  # also the output projection (`reverse=True`)
+                return keras.layers.ReversibleEmbedding(size, embedding_dim, **settings)
+            return keras.layers.Embedding(size, embedding_dim, **settings)
+
+        def positions(prefix):
+            return keras_hub.layers.PositionEmbedding(
+                max_positions, initializer=embed_init, dtype=policy, name=f"{prefix}_positions"
             )
 
         def stack(prefix, causal):
@@ -118,10 +131,12 @@ class ConvS2S(Seq2SeqLM):
                 )
             return convs, projections
 
-        self.source_embedding, self.source_positions = embeddings(
-            "source", source_vocab_size or vocab_size
+        self.source_embedding = embedding("source", source_vocab_size or vocab_size)
+        self.source_positions = positions("source")
+        self.target_embedding = (
+            self.source_embedding if self.share_embeddings else embedding("target", vocab_size)
         )
-        self.target_embedding, self.target_positions = embeddings("target", vocab_size)
+        self.target_positions = positions("target")
         self.encoder_in = WeightNormDense(
             channels[0], dropout=dropout, dtype=policy, name="encoder_in"
         )
@@ -142,8 +157,12 @@ class ConvS2S(Seq2SeqLM):
         self.decoder_out = WeightNormDense(
             out_embedding_dim or embedding_dim, dtype=policy, name="decoder_out"
         )
-        self.output_projection = WeightNormDense(
-            vocab_size, dropout=dropout, dtype=policy, name="output_projection"
+        self.output_projection = (
+            None
+            if self.share_embeddings
+            else WeightNormDense(
+                vocab_size, dropout=dropout, dtype=policy, name="output_projection"
+            )
         )
         self.dropout_layer = Dropout(dropout, dtype=policy)
 
@@ -198,6 +217,8 @@ class ConvS2S(Seq2SeqLM):
 
     def _readout(self, x, training=False):
         x = self.dropout_layer(self.decoder_out(x), training=training)
+        if self.share_embeddings:
+            return ops.cast(self.target_embedding(x, reverse=True), "float32")
         return ops.cast(self.output_projection(x), "float32")
 
     def call(self, inputs, training=False):
@@ -271,6 +292,7 @@ class ConvS2S(Seq2SeqLM):
                 "out_embedding_dim": self.out_embedding_dim,
                 "dropout": self.dropout,
                 "max_positions": self.max_positions,
+                "share_embeddings": self.share_embeddings,
             }
         )
         return config
