@@ -1,4 +1,5 @@
-"""PNG plots people judge sequence models by: attention alignments, spectrograms, error rates.
+"""PNG plots people judge sequence models by: attention alignments, spectrograms, error rates,
+learning curves.
 
 Uses matplotlib's non-interactive Agg backend; files are written atomically.
 
@@ -6,6 +7,7 @@ Example:
     >>> plot_alignment(result["alignment"], "runs/tts/samples/0-alignment.png", title="the red dog")
     >>> plot_mels({"predicted": predicted, "target": target}, "runs/tts/samples/0-mel.png")
     >>> plot_grouped_bars({"flite awb": {"greedy": 77.5, "beam + LM": 71.1}}, "wer.png", "WER %")
+    >>> plot_curves({"run a": [1.1, 9.6, 14.5], "run b": [2.5, 10.2]}, "curves.png", "dev BLEU")
 """
 
 from __future__ import annotations
@@ -98,4 +100,31 @@ def plot_grouped_bars(
     axis.set_title(title[:90], pad=28)
     axis.grid(axis="y", alpha=0.3)
     axis.legend(fontsize="small", ncols=len(series), loc="lower center", bbox_to_anchor=(0.5, 1))
+    return _save(figure, path)
+
+
+def plot_curves(
+    curves: dict[str, list[float]],
+    path: str | Path,
+    ylabel: str,
+    xlabel: str = "epoch",
+    title: str = "",
+) -> Path:
+    """One line per named series of values at steps 1, 2, ... (e.g. dev BLEU after each epoch of
+    several runs); series may differ in length.
+
+    Example:
+        >>> plot_curves({"dropout 0.1": [1.1, 9.6, 14.5], "no dropout": [2.5, 10.2, 13.2]},
+        ...             "curves.png", "dev BLEU")
+    """
+    if not curves or not any(len(values) for values in curves.values()):
+        raise ValueError("plot_curves needs at least one series with values")
+    plt = _pyplot()
+    figure, axis = plt.subplots(figsize=(7, 4))
+    for name, values in curves.items():
+        axis.plot(range(1, len(values) + 1), values, marker="o", markersize=3, label=name)
+    axis.set(xlabel=xlabel, ylabel=ylabel)
+    axis.set_title(title[:90])
+    axis.grid(alpha=0.3)
+    axis.legend(fontsize="small")
     return _save(figure, path)
