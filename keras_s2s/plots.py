@@ -117,7 +117,7 @@ def plot_curves(
         >>> plot_curves({"dropout 0.1": [1.1, 9.6, 14.5], "no dropout": [2.5, 10.2, 13.2]},
         ...             "curves.png", "dev BLEU")
     """
-    if not curves or not any(len(values) for values in curves.values()):
+    if not any(len(values) for values in curves.values()):
         raise ValueError("plot_curves needs at least one series with values")
     plt = _pyplot()
     figure, axis = plt.subplots(figsize=(7, 4))

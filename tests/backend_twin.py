@@ -87,7 +87,13 @@ TEXT = ("gnmt", "transformer", "convs2s")
 # where the backends' layers differ most (TensorFlow's hoisted recurrence, JAX's Keras loop or scan):
 # also trained on JAX and loaded on TensorFlow
 RECURRENT = ("gnmt", "deepspeech2", "tacotron2")
-SEARCHES = ("greedy", "beam", "coverage")
+# the decodings compared: greedy, beam 3, beam 2 with a coverage penalty (text only)
+SEARCH_SETTINGS = {
+    "greedy": {},
+    "beam": {"beam_width": 3, "length_penalty": 0.6},
+    "coverage": {"beam_width": 2, "length_penalty": 0.6, "coverage_penalty": 0.2},
+}
+SEARCHES = tuple(SEARCH_SETTINGS)
 
 
 def build(architecture: str, **settings):
@@ -133,7 +139,7 @@ def batch(architecture: str, model, size: int = 4, seed: int = 0):
 
 def outputs(architecture: str, model, inputs, labels, searches=SEARCHES) -> dict:
     """Float32 loss and outputs of the model (inference mode), and the ids it decodes with each of
-    `searches` (greedy, beam 3, beam 2 with a coverage penalty: text only) where it decodes."""
+    `searches` (names of `SEARCH_SETTINGS`) where it decodes."""
     result = {
         "loss": np.float32(model.evaluate(inputs, labels, verbose=0, return_dict=True)["loss"])
     }
@@ -144,17 +150,14 @@ def outputs(architecture: str, model, inputs, labels, searches=SEARCHES) -> dict
         return result
     result["logits"] = keras.ops.convert_to_numpy(predicted)
     if architecture in TEXT:
-        settings = {
-            "greedy": {},
-            "beam": {"beam_width": 3, "length_penalty": 0.6},
-            "coverage": {"beam_width": 2, "length_penalty": 0.6, "coverage_penalty": 0.2},
-        }
         for search in searches:
-            result[search] = model.generate(inputs["source"], max_length=10, **settings[search])
+            settings = SEARCH_SETTINGS[search]
+            result[search] = model.generate(inputs["source"], max_length=10, **settings)
         return result
     features, lengths = inputs["features"], inputs["feature_lengths"]
     for search in (search for search in searches if search != "coverage"):
-        decoded = model.decode(features, lengths, beam_width=3 if search == "beam" else 1)
+        width = SEARCH_SETTINGS[search].get("beam_width", 1)
+        decoded = model.decode(features, lengths, beam_width=width)
         result[search] = np.array(decoded, dtype=object).astype(str)
     return result
 
