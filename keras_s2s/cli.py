@@ -23,6 +23,7 @@ import time
 from typing import Callable
 
 from keras_s2s.config import (
+    LENGTH_PENALTY,
     PRECISIONS,
     STRATEGIES,
     CardError,
@@ -95,7 +96,7 @@ def _add_decoding_flags(parser, beam_width: int = 1, coverage: bool = True) -> N
     parser.add_argument("--beam-width", type=COUNT,
                         help=f"hypotheses kept by the beam search (1 = greedy; default {beam_width})")  # fmt: skip
     parser.add_argument("--length-penalty", type=_finite,
-                        help="GNMT alpha for a translation model's beam search (default 0.6)")  # fmt: skip
+                        help=f"GNMT alpha of a translation beam search (default {LENGTH_PENALTY})")  # fmt: skip
     if coverage:
         parser.add_argument("--coverage-penalty", type=_finite,
                             help="GNMT beta for a translation model's beam search (default 0: off)")  # fmt: skip

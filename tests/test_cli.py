@@ -8,6 +8,7 @@ import pytest
 from tiny import TINY_GNMT
 
 from keras_s2s.cli import main
+from keras_s2s.config import LENGTH_PENALTY
 
 TINY = TINY_GNMT
 
@@ -216,7 +217,7 @@ def test_train_translate_evaluate(tmp_path, capsys, monkeypatch):
     assert evaluated["bleu"] == result["bleu"], "evaluation is reproducible"
     assert main(["evaluate", "--model", str(out), "--beam-width", "2"]) == 0
     beam = json.loads((out / "eval-beam2.json").read_text())
-    assert beam["beam_width"] == 2 and beam["length_penalty"] == 0.6
+    assert beam["beam_width"] == 2 and beam["length_penalty"] == LENGTH_PENALTY
     assert beam["loop_guard"] is True and 0 <= beam["looping_percent"] == 100 * beam["looping"] / 8
     assert main(["evaluate", "--model", str(out), "--no-loop-guard"]) == 0
     unguarded = json.loads((out / "eval.json").read_text())
@@ -459,7 +460,7 @@ def test_each_architecture_trains_on_a_split_directory_evaluates_averages_and_tr
         == 0
     )
     beam = json.loads((out / "eval-beam2.json").read_text())
-    assert beam["beam_width"] == 2 and beam["length_penalty"] == 0.6
+    assert beam["beam_width"] == 2 and beam["length_penalty"] == LENGTH_PENALTY
     assert (
         beam["coverage_penalty"] == 0.2
         and len((out / "hypotheses-beam2.txt").read_text().splitlines()) == 8

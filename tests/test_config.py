@@ -3,7 +3,7 @@ import yaml
 
 from keras_s2s import tasks, zoo
 from keras_s2s.cards import apply_overrides, load_card
-from keras_s2s.config import CardError, parse_override
+from keras_s2s.config import LENGTH_PENALTY, CardError, parse_override
 
 
 def write_card(tmp_path, mutate):
@@ -286,7 +286,7 @@ def test_each_task_owns_its_decoding_options(tmp_path, capsys):
 
     assert tasks.get("translation").decoding(beam_width=4) == {
         "beam_width": 4,
-        "length_penalty": 0.6,
+        "length_penalty": LENGTH_PENALTY,
         "coverage_penalty": 0.0,
         "loop_guard": True,
     }

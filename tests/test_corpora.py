@@ -206,6 +206,10 @@ def test_separate_source_and_target_vocabularies(tmp_path):
         ("gnmt_demo", {"units": 16}),
         ("convs2s_demo", {"channels": [16], "kernel_sizes": [3], "embedding_dim": 16}),
     ):
+        if arch == "convs2s_demo":  # its one embedding matrix wants a joint vocabulary
+            with pytest.raises(ValueError, match=r"separate vocabularies \(200 and 260 pieces\)"):
+                zoo.load(arch, tokenizer=tokenizer, **sizes, out_embedding_dim=16)
+            sizes = {**sizes, "share_embeddings": False}
         model = zoo.load(arch, tokenizer=tokenizer, precision="float32", **sizes)
         assert model.source_embedding.input_dim == 200 and model.source_vocab_size == 200
         inputs, labels = next(iter(data.train))

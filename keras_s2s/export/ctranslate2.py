@@ -28,7 +28,7 @@ from pathlib import Path
 import keras
 import numpy as np
 
-from keras_s2s.config import MissingExtra
+from keras_s2s.config import LENGTH_PENALTY, MissingExtra
 from keras_s2s.files import staging_folder
 from keras_s2s.text.tokenizer import SubwordTokenizer, TokenizerPair
 
@@ -264,7 +264,7 @@ class CTranslate2Translator:
         texts: list[str],
         batch_size: int = 64,
         beam_width: int = 1,
-        length_penalty: float = 0.6,
+        length_penalty: float = LENGTH_PENALTY,
         max_length: int = 128,
         max_length_ratio: float = 2.0,
         max_length_offset: int = 10,

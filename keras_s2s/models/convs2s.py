@@ -86,15 +86,19 @@ class ConvS2S(Seq2SeqLM):
             max_positions,
         )
         self.share_embeddings = bool(share_embeddings)
-        if self.share_embeddings and (
-            source_vocab_size not in (0, vocab_size)
-            or (out_embedding_dim or embedding_dim) != embedding_dim
-        ):
-            raise ValueError(
-                "share_embeddings needs a joint vocabulary (source_vocab_size 0, got "
-                f"{source_vocab_size}) and out_embedding_dim equal to embedding_dim "
-                f"({out_embedding_dim} != {embedding_dim})"
-            )
+        if self.share_embeddings:
+            if source_vocab_size not in (0, vocab_size):
+                unshareable = f"separate vocabularies ({source_vocab_size} and {vocab_size} pieces)"
+            elif (out_embedding_dim or embedding_dim) != embedding_dim:
+                unshareable = f"out_embedding_dim {out_embedding_dim}, embedding_dim {embedding_dim}"
+            else:
+                unshareable = ""
+            if unshareable:
+                raise ValueError(
+                    "share_embeddings needs a joint vocabulary and out_embedding_dim equal to "
+                    f"embedding_dim; this model has {unshareable}: set share_embeddings "
+                    "false (--set share_embeddings=false)"
+                )
         policy = self.dtype_policy
         embed_init = keras.initializers.RandomNormal(stddev=0.1)
 

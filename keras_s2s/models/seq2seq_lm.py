@@ -20,7 +20,7 @@ import numpy as np
 from keras import ops
 
 from keras_s2s import backend
-from keras_s2s.config import check_count
+from keras_s2s.config import LENGTH_PENALTY, check_count
 from keras_s2s.decoding.beam_search import beam_search, greedy_search, length_penalty
 from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
 from keras_s2s.padding import round_up
@@ -312,7 +312,7 @@ class Seq2SeqLM(ZooModel):
         batch_size: int = 64,
         max_length: int | None = None,
         beam_width: int = 1,
-        length_penalty: float = 0.6,
+        length_penalty: float = LENGTH_PENALTY,
         coverage_penalty: float = 0.0,
         max_length_ratio: float = 2.0,
         max_length_offset: int = 10,

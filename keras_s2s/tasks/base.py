@@ -96,7 +96,7 @@ class Task:
 
         Example:
             >>> tasks.get("translation").decoding(beam_width=4)
-            {'beam_width': 4, 'length_penalty': 0.6, 'coverage_penalty': 0.0, 'loop_guard': True}
+            {'beam_width': 4, 'length_penalty': 1.0, 'coverage_penalty': 0.0, 'loop_guard': True}
         """
         foreign = sorted(set(given) - set(self.decoding_options))
         if foreign:

@@ -13,7 +13,7 @@ import logging
 import time
 from pathlib import Path
 
-from keras_s2s.config import FITTABLE
+from keras_s2s.config import FITTABLE, LENGTH_PENALTY
 from keras_s2s.data.parallel import load_parallel_data, read_splits
 from keras_s2s.decoding.loops import count_loops
 from keras_s2s.files import atomic_write, write_results
@@ -40,7 +40,7 @@ def evaluate_translation(
     demo=None,
     samples: int = 3,
     beam_width: int = 1,
-    length_penalty: float = 0.6,
+    length_penalty: float = LENGTH_PENALTY,
     coverage_penalty: float = 0.0,
     loop_guard: bool = True,
 ) -> dict:
@@ -145,7 +145,7 @@ class Translation(Task):
     }
     decoding_options = {
         "beam_width": 1,
-        "length_penalty": 0.6,
+        "length_penalty": LENGTH_PENALTY,
         "coverage_penalty": 0.0,
         "loop_guard": True,  # keras_s2s.decoding.loops
     }
@@ -262,7 +262,7 @@ class Translation(Task):
         self,
         model,
         beam_width: int = 4,
-        length_penalty: float = 0.6,
+        length_penalty: float = LENGTH_PENALTY,
         max_length_ratio: float = 2.0,
         max_length_offset: int = 10,
     ):
