@@ -90,7 +90,9 @@ class ConvS2S(Seq2SeqLM):
             if source_vocab_size not in (0, vocab_size):
                 unshareable = f"separate vocabularies ({source_vocab_size} and {vocab_size} pieces)"
             elif (out_embedding_dim or embedding_dim) != embedding_dim:
-                unshareable = f"out_embedding_dim {out_embedding_dim}, embedding_dim {embedding_dim}"
+                unshareable = (
+                    f"out_embedding_dim {out_embedding_dim}, embedding_dim {embedding_dim}"
+                )
             else:
                 unshareable = ""
             if unshareable:
