@@ -32,6 +32,15 @@ from keras_s2s.models.seq2seq_lm import Seq2SeqLM, positions_of
 SQRT_HALF = math.sqrt(0.5)
 
 
+def _unshareable(vocab_size, source_vocab_size, embedding_dim, out_embedding_dim) -> str:
+    """Why one matrix cannot serve as source, target and output embedding ("" when it can)."""
+    if source_vocab_size not in (0, vocab_size):
+        return f"separate vocabularies ({source_vocab_size} and {vocab_size} pieces)"
+    if (out_embedding_dim or embedding_dim) != embedding_dim:
+        return f"out_embedding_dim {out_embedding_dim}, embedding_dim {embedding_dim}"
+    return ""
+
+
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class ConvS2S(Seq2SeqLM):
     """Convolutional sequence-to-sequence model.
@@ -86,21 +95,15 @@ class ConvS2S(Seq2SeqLM):
             max_positions,
         )
         self.share_embeddings = bool(share_embeddings)
-        if self.share_embeddings:
-            if source_vocab_size not in (0, vocab_size):
-                unshareable = f"separate vocabularies ({source_vocab_size} and {vocab_size} pieces)"
-            elif (out_embedding_dim or embedding_dim) != embedding_dim:
-                unshareable = (
-                    f"out_embedding_dim {out_embedding_dim}, embedding_dim {embedding_dim}"
-                )
-            else:
-                unshareable = ""
-            if unshareable:
-                raise ValueError(
-                    "share_embeddings needs a joint vocabulary and out_embedding_dim equal to "
-                    f"embedding_dim; this model has {unshareable}: set share_embeddings "
-                    "false (--set share_embeddings=false)"
-                )
+        unshareable = self.share_embeddings and _unshareable(
+            vocab_size, source_vocab_size, embedding_dim, out_embedding_dim
+        )
+        if unshareable:
+            raise ValueError(
+                "share_embeddings needs a joint vocabulary and out_embedding_dim equal to "
+                f"embedding_dim; this model has {unshareable}: set share_embeddings "
+                "false (--set share_embeddings=false)"
+            )
         policy = self.dtype_policy
         embed_init = keras.initializers.RandomNormal(stddev=0.1)
 
