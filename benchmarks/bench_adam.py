@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from benchlib import interleaved_medians  # noqa: E402
 
 from keras_s2s import zoo  # noqa: E402
 from keras_s2s.optimizers import Adam  # noqa: E402
@@ -50,15 +49,7 @@ def update_functions(card: str) -> tuple[dict, int]:
 
 def measure(card: str, repeats: int) -> dict:
     functions, params = update_functions(card)
-    for fn in functions.values():  # trace
-        fn()
-    times = {name: [] for name in functions}
-    for _ in range(repeats):
-        for name, fn in functions.items():
-            start = time.perf_counter()
-            fn()
-            times[name].append(time.perf_counter() - start)
-    return {"params": params, **{name: statistics.median(values) for name, values in times.items()}}
+    return {"params": params, **interleaved_medians(functions, repeats)}
 
 
 def main() -> None:

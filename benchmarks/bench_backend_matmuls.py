@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
-import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -21,6 +19,7 @@ import jax  # noqa: E402
 import jax.numpy as jnp  # noqa: E402
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from benchlib import interleaved_medians  # noqa: E402
 
 TOKENS, HEADS, LENGTH, D_MODEL, FFN, VOCAB, LAYERS = 96 * 24, 96 * 4, 24, 256, 1024, 2000, 3
 ATTENTION_BLOCKS = 3 * LAYERS  # encoder self, decoder self, decoder cross
@@ -56,19 +55,6 @@ def jax_runner(lhs: np.ndarray, rhs: np.ndarray):
     return lambda: jax.block_until_ready(step(a, b))
 
 
-def timed(runners: dict, repeats: int) -> dict:
-    """Median seconds of each runner, called in turn `repeats` times after two warm-up calls."""
-    for run in runners.values():
-        run(), run()
-    times = {key: [] for key in runners}
-    for _ in range(repeats):
-        for key, run in runners.items():
-            start = time.perf_counter()
-            run()
-            times[key].append(time.perf_counter() - start)
-    return {key: statistics.median(values) for key, values in times.items()}
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per shape and backend")
@@ -81,8 +67,10 @@ def main() -> None:
     for name, lhs_shape, rhs_shape, count in SHAPES:
         lhs = rng.standard_normal(lhs_shape, dtype=np.float32)
         rhs = rng.standard_normal(rhs_shape, dtype=np.float32)
-        seconds = timed(
-            {"tensorflow": tf_runner(lhs, rhs), "jax": jax_runner(lhs, rhs)}, args.repeats
+        seconds = interleaved_medians(
+            {"tensorflow": tf_runner(lhs, rhs), "jax": jax_runner(lhs, rhs)},
+            args.repeats,
+            warmups=2,
         )
         for key in totals:
             totals[key] += count * seconds[key]

@@ -18,6 +18,20 @@ def median_seconds(fn, repeats: int = 3) -> float:
     return statistics.median(times)
 
 
+def interleaved_medians(functions: dict, repeats: int, warmups: int = 1) -> dict:
+    """Median wall time of each `fn()` in `functions`, called in turn (A/B/A/B) after `warmups` calls each."""
+    for fn in functions.values():
+        for _ in range(warmups):
+            fn()
+    times = {key: [] for key in functions}
+    for _ in range(repeats):
+        for key, fn in functions.items():
+            start = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - start)
+    return {key: statistics.median(values) for key, values in times.items()}
+
+
 def matmul_gflops(dtype, n: int = 2048, repeats: int = 5) -> float:
     """GFLOP/s of an n x n x n matmul in `dtype`: the machine's practical peak."""
     a = tf.cast(tf.random.normal((n, n), dtype="float32"), dtype)
