@@ -21,7 +21,8 @@ import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 from benchlib import interleaved_medians  # noqa: E402
 
-TOKENS, HEADS, LENGTH, D_MODEL, FFN, VOCAB, LAYERS = 96 * 24, 96 * 4, 24, 256, 1024, 2000, 3
+BATCH, LENGTH, D_MODEL, NUM_HEADS, FFN, VOCAB, LAYERS = 96, 24, 256, 4, 1024, 2000, 3
+TOKENS, BATCH_HEADS, HEAD_DIM = BATCH * LENGTH, BATCH * NUM_HEADS, D_MODEL // NUM_HEADS
 ATTENTION_BLOCKS = 3 * LAYERS  # encoder self, decoder self, decoder cross
 # (name, lhs shape, rhs shape, times per step): a batched shape is [batch, rows, inner] @ [batch, inner, cols]
 SHAPES = [
@@ -29,8 +30,18 @@ SHAPES = [
     ("feed-forward in", (TOKENS, D_MODEL), (D_MODEL, FFN), 2 * LAYERS),
     ("feed-forward out", (TOKENS, FFN), (FFN, D_MODEL), 2 * LAYERS),
     ("output logits", (TOKENS, D_MODEL), (D_MODEL, VOCAB), 1),
-    ("attention scores", (HEADS, LENGTH, 64), (HEADS, 64, LENGTH), ATTENTION_BLOCKS),
-    ("attention values", (HEADS, LENGTH, LENGTH), (HEADS, LENGTH, 64), ATTENTION_BLOCKS),
+    (
+        "attention scores",
+        (BATCH_HEADS, LENGTH, HEAD_DIM),
+        (BATCH_HEADS, HEAD_DIM, LENGTH),
+        ATTENTION_BLOCKS,
+    ),
+    (
+        "attention values",
+        (BATCH_HEADS, LENGTH, LENGTH),
+        (BATCH_HEADS, LENGTH, HEAD_DIM),
+        ATTENTION_BLOCKS,
+    ),
 ]
 
 

@@ -45,11 +45,10 @@ def interleaved_step_times(models: dict, inputs, labels, steps: int, repeats: in
     for model in models.values():  # trace, compile and warm up
         for _ in range(2):
             model.train_on_batch(inputs, labels)
-    times = {key: [] for key in models}
-    for _ in range(repeats):
-        for key, model in models.items():
-            start = time.perf_counter()
-            for _ in range(steps):
-                model.train_on_batch(inputs, labels)
-            times[key].append((time.perf_counter() - start) / steps)
-    return {key: statistics.median(values) for key, values in times.items()}
+
+    def run_steps(model):
+        for _ in range(steps):
+            model.train_on_batch(inputs, labels)
+
+    runs = {key: (lambda model=model: run_steps(model)) for key, model in models.items()}
+    return {key: s / steps for key, s in interleaved_medians(runs, repeats, warmups=0).items()}
