@@ -20,6 +20,7 @@ import math
 import os
 import sys
 import time
+from pathlib import Path
 from typing import Callable
 
 from keras_s2s.config import (
@@ -247,6 +248,26 @@ def _speech_corpus_arguments(corpus) -> None:
                              "--festival-share of the training sentences (Debian's festival)")  # fmt: skip
     corpus.add_argument("--festival-share", type=_finite, default=0.0,
                         help="share of training sentences spoken by Festival (default 0)")  # fmt: skip
+
+
+def _encode_arguments(encode) -> None:
+    encode.add_argument("--data", required=True,
+                        help="the corpus: a TSV, a directory of splits, or aligned files a.src,a.tgt")  # fmt: skip
+    encode.add_argument("--out", required=True, help="the folder to write (must not exist yet)")
+    encode.add_argument("--vocab-size", type=COUNT,
+                        help="subword vocabulary size (default: fitted to the corpus)")  # fmt: skip
+    encode.add_argument("--tokenization", choices=("sentencepiece", "pretokenized"),
+                        default="sentencepiece")  # fmt: skip
+    encode.add_argument("--separate-vocabularies", action="store_true",
+                        help="a source and a target vocabulary instead of one joint one")  # fmt: skip
+    encode.add_argument("--source-vocab-size", type=COUNT,
+                        help="with --separate-vocabularies (default --vocab-size)")  # fmt: skip
+    encode.add_argument("--direction", help="src-tgt languages of a split directory, e.g. en-de")
+    encode.add_argument("--num-valid", type=_count(1), default=500,
+                        help="validation pairs cut from the training split when it has none")  # fmt: skip
+    encode.add_argument("--num-test", type=_count(1), default=500,
+                        help="test pairs cut from the training split when it has none")  # fmt: skip
+    encode.add_argument("--seed", type=_count(0), default=0)
 
 
 def _lm_arguments(lm) -> None:
@@ -555,6 +576,31 @@ def _speech_corpus(args) -> None:
     print(f"wrote {folder}: train.csv, valid.csv, test.csv")
 
 
+def _encode(args) -> None:
+    from keras_s2s.data.parallel import encode_corpus
+
+    manifest = encode_corpus(
+        args.data,
+        args.out,
+        vocab_size=args.vocab_size,
+        tokenization=args.tokenization,
+        shared_vocabulary=not args.separate_vocabularies,
+        source_vocab_size=args.source_vocab_size,
+        num_valid=args.num_valid,
+        num_test=args.num_test,
+        seed=args.seed,
+        direction=args.direction,
+    )
+    pairs, tokens = manifest["pairs"], manifest["tokens"]
+    size = sum(path.stat().st_size for path in Path(args.out).iterdir())
+    print(
+        f"wrote {args.out} ({size / 2**20:.1f} MiB): {pairs['train']:,} training pairs as "
+        f"{tokens['source']:,} + {tokens['target']:,} token ids, {pairs['valid']:,} valid and "
+        f"{pairs['test']:,} test pairs as text, a {manifest['vocab_size']:,}-piece vocabulary; "
+        f"train on it with --data {args.out}"
+    )
+
+
 def _estimate_lm(args) -> None:
     from keras_s2s.audio.manifest import read_manifest
     from keras_s2s.decoding.ngram_lm import KneserNeyLM
@@ -737,6 +783,8 @@ COMMANDS = (
             _transcribe),
     Command("speech-corpus", "synthesize an open-vocabulary English speech corpus with eSpeak NG "
             "(resumable)", _speech_corpus_arguments, _speech_corpus),
+    Command("encode", "tokenize a parallel corpus once into a compact folder of token ids (train "
+            "with --data FOLDER)", _encode_arguments, _encode),
     Command("lm", "estimate a word n-gram LM (ARPA) from transcripts or text", _lm_arguments,
             _estimate_lm),
     Command("synthesize", "speak text with a trained synthesizer into WAV files",

@@ -1,6 +1,6 @@
 """Input pipelines: a task's corpus turned into padded, bucketed batches for `fit`.
 
-Translation (`load_parallel_data`, `make_dataset`), speech recognition (`load_speech_data`) and
+Translation (`load_parallel_data`, `make_dataset`, `encode_corpus`), speech recognition (`load_speech_data`) and
 speech synthesis (`load_tts_data`); `tf.data` under TensorFlow, `keras.utils.PyDataset`s on one
 base (`batches.BucketedBatches`) elsewhere. The names load on first use.
 
@@ -13,6 +13,7 @@ from keras_s2s.backend import lazy_attributes
 
 _PUBLIC = {
     "ParallelData": "keras_s2s.data.parallel",
+    "encode_corpus": "keras_s2s.data.parallel",
     "load_parallel_data": "keras_s2s.data.parallel",
     "read_splits": "keras_s2s.data.parallel",
     "SpeechData": "keras_s2s.data.speech",

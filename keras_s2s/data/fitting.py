@@ -58,10 +58,13 @@ def fitted_vocab_size(pairs: list[tuple[str, str]]) -> tuple[int, str]:
 def fitted_max_length(
     pairs: list[tuple[str, str]], tokenizer, limit: int | None = None, seed: int = 0
 ) -> tuple[int, str]:
-    """The `max_length` that keeps 99.5% of (a sample of) these pairs, and why; at most `limit`."""
+    """The `max_length` that keeps 99.5% of (a sample of) these pairs, and why; at most `limit`.
+
+    `tokenizer` None: the pairs are token ids already (an encoded corpus)."""
     sample = pairs if len(pairs) <= SAMPLE else random.Random(seed).sample(pairs, SAMPLE)
-    sources = tokenizer.source.tokenize([source for source, _ in sample])
-    targets = tokenizer.target.tokenize([target for _, target in sample])
+    sources, targets = [source for source, _ in sample], [target for _, target in sample]
+    if tokenizer is not None:
+        sources, targets = tokenizer.source.tokenize(sources), tokenizer.target.tokenize(targets)
     longest = sorted(max(len(s), len(t)) + 1 for s, t in zip(sources, targets))  # + the end token
     outliers = ""
     if len(longest) * (1 - KEEP) < 1:  # too few pairs for a 99.5% share to leave any out

@@ -15,6 +15,14 @@ from pathlib import Path
 from keras_s2s.backend import tf
 from keras_s2s.config import FITTABLE
 from keras_s2s.corpora.translation_demo import DemoCorpus
+from keras_s2s.data.encoded import (
+    check_out_folder,
+    is_encoded_corpus,
+    read_encoded_splits,
+    read_encoded_tokenizer,
+    read_manifest,
+    write_encoded_corpus,
+)
 from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size, settings_to_fit
 from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
 from keras_s2s.data.translation import longest_batch, make_dataset
@@ -37,6 +45,8 @@ class ParallelData:
     demo: DemoCorpus | None = None
     # setting -> (value, reason), see data/fitting.py
     fitted: dict = dataclasses.field(default_factory=dict)
+    # setting -> value an encoded corpus sets (its tokenizer's): data/encoded.py
+    from_corpus: dict = dataclasses.field(default_factory=dict)
     longest_batch: tuple[int, int] | None = None  # (rows, length) of the largest training batch
 
     @property
@@ -70,7 +80,8 @@ def read_splits(
     """Raw (source, target) pairs of the train/valid/test splits and the demo corpus (or None).
 
     `source`: `demo`, a TSV, two aligned files ("a.src,a.tgt" or a list), a
-    directory of splits, or `tfds:NAME/CONFIG`. The same arguments always
+    directory of splits, an encoded corpus (`keras-s2s encode`; its training
+    pairs are token ids), or `tfds:NAME/CONFIG`. The same arguments always
     give the same splits, so a run can be evaluated later.
     """
     if source == "demo":
@@ -78,6 +89,9 @@ def read_splits(
         return (*demo.split(num_train, num_valid, num_test, seed=seed + 1), demo)
     if isinstance(source, str) and source.startswith("tfds:"):
         train, valid, test = read_tfds(source, direction)
+    elif is_encoded_corpus(source):  # stored in the order this function gave when it was encoded
+        train, valid, test = read_encoded_splits(source)
+        return (train[:num_train] if num_train else train), valid[:num_valid], test, None
     elif isinstance(source, str) and is_split_dir(source):
         train, valid, test = read_split_dir(source, direction)
     else:
@@ -153,46 +167,29 @@ def load_parallel_data(
             f"data.fit_to_corpus: cannot fit {', '.join(unknown)}; it may name "
             f"{', '.join(FITTABLE)}"
         )
-    fit = settings_to_fit(source, fit_to_corpus)
+    encoded = is_encoded_corpus(source)
+    fit = settings_to_fit(source, fit_to_corpus) - ({"vocab_size"} if encoded else set())
     if "num_train" in fit:
         num_train = 0
     train, valid, test, demo = read_splits(source, num_train, num_valid, num_test, seed, direction)
     fitted = {"num_train": (0, f"all {len(train):,} training pairs")} if "num_train" in fit else {}
+    from_corpus = {}
+    if encoded:
+        tokenizer, from_corpus = _encoded_tokenizer(source, tokenizer)
     # a resumed run: its tokenizer was fitted before
-    if "vocab_size" in fit and tokenizer is not None:
+    elif "vocab_size" in fit and tokenizer is not None:
         fitted["vocab_size"] = (tokenizer.vocab_size, "the run's tokenizer")
     elif "vocab_size" in fit and tokenization == "sentencepiece":
         vocab_size, reason = fitted_vocab_size(train)
         fitted["vocab_size"] = (vocab_size, reason)
     if tokenizer is None:
-        tokenizer = train_tokenizer(
-            tokenization,
-            [s for s, _ in train],
-            [t for _, t in train],
-            vocab_size,
-            shared=shared_vocabulary,
-            source_vocab_size=source_vocab_size,
-        )
-        sizes = (
-            f"{tokenizer.vocab_size}-entry joint"
-            if shared_vocabulary
-            else f"{tokenizer.source_vocab_size}-entry source and {tokenizer.vocab_size}-entry target"
-        )
-        sample = (
-            f" (learned from a sample of {TRAINING_SENTENCES:,} sentences)"
-            if tokenization == "sentencepiece"
-            and len(train) * (1 + shared_vocabulary) > TRAINING_SENTENCES
-            else ""
-        )
-        log.info(
-            "built a %s %s vocabulary on %d sentence pairs%s",
-            sizes,
-            tokenization,
-            len(train),
-            sample,
+        tokenizer = _learn_tokenizer(
+            train, tokenization, vocab_size, shared_vocabulary, source_vocab_size
         )
     if "max_length" in fit:
-        max_length, reason = fitted_max_length(train, tokenizer, limit=length_limit, seed=seed)
+        max_length, reason = fitted_max_length(
+            train, None if encoded else tokenizer, limit=length_limit, seed=seed
+        )
         fitted["max_length"] = (max_length, reason)
     common = dict(
         tokenizer=tokenizer,
@@ -210,7 +207,7 @@ def load_parallel_data(
         repeat=repeat,
         drop_remainder=drop_remainder,
         seed=seed,
-        **common,
+        **{**common, "tokenizer": None if encoded else tokenizer},  # encoded: ids already
     )
     valid_ds = (
         make_dataset([s for s, _ in valid], [t for _, t in valid], shuffle=False, **common)
@@ -218,4 +215,109 @@ def load_parallel_data(
         else None
     )
     longest = longest_batch(batch_size, max_length, bucket_width, pad_to_multiple, batch_tokens)
-    return ParallelData(tokenizer, train_ds, valid_ds, train, valid, test, demo, fitted, longest)
+    return ParallelData(
+        tokenizer,
+        train_ds,
+        valid_ds,
+        train,
+        valid,
+        test,
+        demo,
+        fitted=fitted,
+        from_corpus=from_corpus,
+        longest_batch=longest,
+    )
+
+
+def _learn_tokenizer(train, tokenization, vocab_size, shared_vocabulary, source_vocab_size):
+    """A tokenizer learned on the training pairs' text, logged with its size."""
+    tokenizer = train_tokenizer(
+        tokenization,
+        [s for s, _ in train],
+        [t for _, t in train],
+        vocab_size,
+        shared=shared_vocabulary,
+        source_vocab_size=source_vocab_size,
+    )
+    sizes = (
+        f"{tokenizer.vocab_size}-entry joint"
+        if shared_vocabulary
+        else f"{tokenizer.source_vocab_size}-entry source and {tokenizer.vocab_size}-entry target"
+    )
+    sample = (
+        f" (learned from a sample of {TRAINING_SENTENCES:,} sentences)"
+        if tokenization == "sentencepiece"
+        and len(train) * (1 + shared_vocabulary) > TRAINING_SENTENCES
+        else ""
+    )
+    log.info(
+        "built a %s %s vocabulary on %d sentence pairs%s", sizes, tokenization, len(train), sample
+    )
+    return tokenizer
+
+
+def _encoded_tokenizer(folder, run_tokenizer):
+    """An encoded corpus's tokenizer and the data settings it fixes; a resumed run's tokenizer must
+    be the corpus's."""
+    manifest = read_manifest(folder)
+    tokenizer = read_encoded_tokenizer(folder)
+    if run_tokenizer is not None and run_tokenizer.get_config() != tokenizer.get_config():
+        raise ValueError(
+            f"{folder}: this encoded corpus's tokenizer is not the run's; a run continues on the "
+            "corpus (and vocabulary) it started with"
+        )
+    settings = {key: manifest[key] for key in ("tokenization", "shared_vocabulary", "vocab_size")}
+    if not manifest["shared_vocabulary"]:
+        settings["source_vocab_size"] = manifest["source_vocab_size"]
+    log.info(
+        "encoded corpus %s: %s training pairs as token ids, %s vocabulary of %d pieces",
+        folder,
+        f"{manifest['pairs']['train']:,}",
+        "a joint" if manifest["shared_vocabulary"] else "a separate",
+        manifest["vocab_size"],
+    )
+    return tokenizer, settings
+
+
+def encode_corpus(
+    source,
+    out,
+    vocab_size: int | None = None,
+    tokenization: str = "sentencepiece",
+    shared_vocabulary: bool = True,
+    source_vocab_size: int | None = None,
+    num_valid: int = 500,
+    num_test: int = 500,
+    seed: int = 0,
+    direction: str | None = None,
+) -> dict:
+    """Learn the vocabulary on a corpus and write it as an encoded corpus (`data/encoded.py`): every
+    training pair as token ids, the held-out splits as text. Returns the folder's manifest.
+
+    `vocab_size` None: fitted to the corpus (`data.fitting`, as `fit_to_corpus` would). The other
+    arguments are `load_parallel_data`'s.
+
+    Example:
+        >>> encode_corpus("corpus/", "corpus_ids/")["pairs"]
+        {'train': 559696, 'valid': 300, 'test': 2000}
+    """
+    if source == "demo":
+        raise ValueError(
+            "the demo task is generated when a run starts; encode a corpus on disk (a TSV, a "
+            "split directory, aligned files)"
+        )
+    if is_encoded_corpus(source):
+        raise ValueError(f"{source} is an encoded corpus already")
+    check_out_folder(Path(out))
+    train, valid, test, _ = read_splits(source, 0, num_valid, num_test, seed, direction)
+    if vocab_size is None:
+        vocab_size, reason = fitted_vocab_size(train)
+        log.info("vocab_size fitted to the corpus: %d - %s", vocab_size, reason)
+    tokenizer = _learn_tokenizer(
+        train, tokenization, vocab_size, shared_vocabulary, source_vocab_size
+    )
+    sources = tokenizer.source.tokenize([s for s, _ in train])
+    targets = tokenizer.target.tokenize([t for _, t in train])
+    return write_encoded_corpus(
+        Path(out), list(zip(sources, targets)), valid, test, tokenizer, tokenization, source
+    )

@@ -32,9 +32,11 @@ def _ragged(rows: list[list[int]]) -> tf.RaggedTensor:
 
 
 def encode_pairs(sources, targets, tokenizer, max_length: int):
-    """Token ids (source + EOS, BOS + target, target + EOS) of pairs that fit `max_length`."""
-    src_ids = tokenizer.source.tokenize(sources)
-    tgt_ids = tokenizer.target.tokenize(targets)
+    """(source ids + EOS, target ids) of the pairs that fit `max_length`; `tokenizer` None: the
+    sources and targets are token ids already."""
+    src_ids, tgt_ids = sources, targets
+    if tokenizer is not None:
+        src_ids, tgt_ids = tokenizer.source.tokenize(sources), tokenizer.target.tokenize(targets)
     kept = [
         (s + [EOS_ID], t)
         for s, t in zip(src_ids, tgt_ids)
@@ -111,8 +113,8 @@ def make_dataset(
     """Batched, bucketed teacher-forcing dataset.
 
     Args:
-        sources, targets: list[str]. Aligned sentences.
-        tokenizer: SubwordTokenizer.
+        sources, targets: list[str]. Aligned sentences (token ids when `tokenizer` is None).
+        tokenizer: SubwordTokenizer | None. None: the pairs are token ids (an encoded corpus).
         batch_size: int. Sentences per batch (global batch under a strategy).
         max_length: int. Pairs with a side longer than this (in tokens) are dropped.
         bucket_width: int. Width of the length buckets.

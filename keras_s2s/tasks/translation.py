@@ -199,9 +199,15 @@ class Translation(Task):
                 reason,
                 key,
             )
+        for key, value in corpus.from_corpus.items():
+            if key in card.data and card.data[key] != value:
+                log.info(
+                    "data.%s: %s, the encoded corpus's (card: %s)", key, value, card.data.get(key)
+                )
         # the card the run records (card.yaml, the preset) holds the fitted values
         fitted = {key: value for key, (value, _) in corpus.fitted.items()}
-        card = dataclasses.replace(card, data={**card.data, **fitted})
+        card = dataclasses.replace(card, data={**card.data, **fitted, **corpus.from_corpus})
+        tokenization = card.data.get("tokenization", "sentencepiece")
         log.info(
             "data ready in %.1fs: %d train / %d valid / %d test pairs, %d subwords",
             time.time() - start,
