@@ -122,8 +122,8 @@ def _train_arguments(train) -> None:
     train.add_argument(
         "--data",
         nargs="+",
-        help="translation: 'demo', a TSV, two aligned files, a split directory "
-        "or tfds:NAME/CONFIG; speech: 'demo-speech', a manifest or a directory of manifests; "
+        help="translation: 'demo', a TSV, two aligned files, a split directory, a folder "
+        "`keras-s2s encode` wrote or tfds:NAME/CONFIG; speech: 'demo-speech', a manifest or a directory of manifests; "
         "synthesis: 'demo-tts', an LJSpeech-layout folder, a manifest or a directory of manifests",
     )
     train.add_argument("--precision", choices=PRECISIONS)
