@@ -22,6 +22,24 @@ def test_auto_choice(gpus, flags, expected):
     assert choose_precision(gpus, flags)[0] == expected
 
 
+@pytest.mark.parametrize(
+    "gpus, expected, reason",
+    [
+        ([], "float32", "XLA:CPU runs bfloat16 slower than float32"),
+        ([(9, 0)], "mixed_bfloat16", "compute capability 9.0 (bfloat16 tensor cores)"),
+        ([(8, 0), (7, 5)], "mixed_float16", "7.5"),
+        ([(6, 1)], "float32", "6.1"),
+    ],
+)
+def test_auto_choice_on_jax(gpus, expected, reason):
+    """On JAX: float32 on a CPU (pointing to the TensorFlow backend there), bfloat16 from compute
+    capability 8.0, float16 with loss scaling on 7.x, float32 below."""
+    chosen, why = choose_precision(gpus, {"avx512_bf16", "amx_bf16"}, backend="jax")
+    assert chosen == expected and reason in why
+    if not gpus:
+        assert "TensorFlow backend" in why
+
+
 def test_auto_logs_its_choice(monkeypatch, caplog):
     monkeypatch.setattr(precision, "gpu_compute_capabilities", lambda: [])
     monkeypatch.setattr(precision, "cpu_flags", lambda: {"amx_bf16"})

@@ -76,7 +76,11 @@ def choose_precision(
 
 def _choose_for_jax(gpu_capabilities: list[tuple[int, int]]) -> tuple[str, str]:
     if not gpu_capabilities:
-        return "float32", "JAX on a CPU: XLA:CPU runs bfloat16 slower than float32"
+        return (
+            "float32",
+            "JAX on a CPU: XLA:CPU runs bfloat16 slower than float32; Keras's TensorFlow backend, "
+            "where installed, trains faster on a CPU (docs/performance.md)",
+        )
     cc = min(gpu_capabilities)
     shown = ".".join(map(str, cc))
     if cc >= (8, 0):
