@@ -40,8 +40,11 @@ if [ -n "${DRY_RUN:-}" ]; then
   beam=2
 else
   limit="${TIME_LIMIT:-7m}"
-  # about 12k tokens a batch, a dev-BLEU point every 400 steps, warmup sized to a few thousand steps
-  settings="batch_tokens=12288 steps_per_epoch=400 warmup_steps=800 num_valid=300 ${SETTINGS:-}"
+  # about 12k tokens a batch, a dev-BLEU point every 400 steps, warmup sized to a few thousand steps;
+  # buckets 16 tokens wide: 6 batch shapes, so 6 compiled training steps (8 wide: 12, minutes of
+  # compiling in a 7-minute budget; the log says how many)
+  settings="batch_tokens=12288 bucket_width=16 steps_per_epoch=400 warmup_steps=800 num_valid=300
+    ${SETTINGS:-}"
   train_seconds=660
   beam=4
 fi
