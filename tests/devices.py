@@ -8,7 +8,7 @@ Example:
 """
 
 # the test files that run under both backends (the JAX pass runs only these)
-JAX_PASS = ("test_backends.py", "test_architecture.py")
+JAX_PASS = ("test_backends.py", "test_architecture.py", "test_encoded_corpus.py")
 
 
 def cpu_devices() -> list[str]:

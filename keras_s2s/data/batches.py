@@ -184,6 +184,17 @@ def longest_per_bucket(buckets: list[int], rows: list) -> dict[int, int]:
     return longest
 
 
+def flat_rows(rows: list[list[int]], dtype=np.int32) -> tuple[np.ndarray, np.ndarray]:
+    """`rows` of ids as one flat array and each row's length (int32): a ragged batch, or its file form.
+
+    Example:
+        >>> flat_rows([[5, 6], [7]])   # (array([5, 6, 7]), array([2, 1]))
+    """
+    lengths = np.fromiter((len(row) for row in rows), dtype=np.int32, count=len(rows))
+    flat = np.fromiter((i for row in rows for i in row), dtype=dtype, count=int(lengths.sum()))
+    return flat, lengths
+
+
 def padded_rows(rows: list, width: int, value=0, dtype=np.int32) -> np.ndarray:
     """`rows` (sequences of ids, or arrays [T, F]) stacked and padded (or cut) to `width` along time."""
     first = np.asarray(rows[0])

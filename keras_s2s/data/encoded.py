@@ -34,6 +34,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_s2s.data.batches import flat_rows
 from keras_s2s.files import staging_folder
 from keras_s2s.text.corpus import CorpusError, read_parallel
 from keras_s2s.text.tokenizer import TokenizerPair, load_run_tokenizer, save_run_tokenizer
@@ -47,12 +48,6 @@ VERSION = 1
 def is_encoded_corpus(source) -> bool:
     """Whether `source` names a folder written by `write_encoded_corpus`."""
     return isinstance(source, (str, Path)) and (Path(source) / MANIFEST).is_file()
-
-
-def _flat(rows: list[list[int]], dtype) -> tuple[np.ndarray, np.ndarray]:
-    lengths = np.fromiter((len(row) for row in rows), dtype=np.int32, count=len(rows))
-    flat = np.fromiter((i for row in rows for i in row), dtype=dtype, count=int(lengths.sum()))
-    return flat, lengths
 
 
 def _rows(flat: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
@@ -96,7 +91,7 @@ def write_encoded_corpus(
         ("source", [s for s, _ in train_ids]),
         ("target", [t for _, t in train_ids]),
     ):
-        arrays[side], arrays[f"{side}_lengths"] = _flat(rows, dtype)
+        arrays[side], arrays[f"{side}_lengths"] = flat_rows(rows, dtype)
     buffer = io.BytesIO()
     np.savez(buffer, **arrays)
     packed = lzma.compress(buffer.getvalue(), preset=6)
@@ -155,9 +150,9 @@ def read_manifest(folder) -> dict:
     return manifest
 
 
-def read_encoded_tokenizer(folder):
-    """The corpus's tokenizer (a `TokenizerPair` when its vocabularies are separate)."""
-    manifest = read_manifest(folder)
+def read_encoded_tokenizer(folder, manifest: dict):
+    """The corpus's tokenizer (a `TokenizerPair` when its vocabularies are separate); `manifest` is
+    the folder's (`read_manifest`)."""
     tokenizer = load_run_tokenizer(folder, manifest["tokenization"], manifest["shared_vocabulary"])
     if tokenizer is None:
         raise CorpusError(f"{folder}: the encoded corpus lacks its tokenizer files")

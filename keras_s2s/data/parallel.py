@@ -186,9 +186,10 @@ def load_parallel_data(
         tokenizer = _learn_tokenizer(
             train, tokenization, vocab_size, shared_vocabulary, source_vocab_size
         )
+    pairs_tokenizer = None if encoded else tokenizer  # encoded: the training pairs are ids already
     if "max_length" in fit:
         max_length, reason = fitted_max_length(
-            train, None if encoded else tokenizer, limit=length_limit, seed=seed
+            train, pairs_tokenizer, limit=length_limit, seed=seed
         )
         fitted["max_length"] = (max_length, reason)
     common = dict(
@@ -207,7 +208,7 @@ def load_parallel_data(
         repeat=repeat,
         drop_remainder=drop_remainder,
         seed=seed,
-        **{**common, "tokenizer": None if encoded else tokenizer},  # encoded: ids already
+        **{**common, "tokenizer": pairs_tokenizer},
     )
     valid_ds = (
         make_dataset([s for s, _ in valid], [t for _, t in valid], shuffle=False, **common)
@@ -260,7 +261,7 @@ def _encoded_tokenizer(folder, run_tokenizer):
     """An encoded corpus's tokenizer and the data settings it fixes; a resumed run's tokenizer must
     be the corpus's."""
     manifest = read_manifest(folder)
-    tokenizer = read_encoded_tokenizer(folder)
+    tokenizer = read_encoded_tokenizer(folder, manifest)
     if run_tokenizer is not None and run_tokenizer.get_config() != tokenizer.get_config():
         raise ValueError(
             f"{folder}: this encoded corpus's tokenizer is not the run's; a run continues on the "

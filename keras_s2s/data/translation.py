@@ -19,7 +19,7 @@ import logging
 import numpy as np
 
 from keras_s2s.backend import is_tensorflow, tf
-from keras_s2s.data.batches import BucketedBatches, padded_rows
+from keras_s2s.data.batches import BucketedBatches, flat_rows, padded_rows
 from keras_s2s.padding import pad_time_to_multiple, round_up
 from keras_s2s.token_ids import BOS_ID, EOS_ID
 
@@ -27,8 +27,8 @@ log = logging.getLogger("keras_s2s")
 
 
 def _ragged(rows: list[list[int]]) -> tf.RaggedTensor:
-    flat = np.fromiter((i for row in rows for i in row), dtype=np.int32)
-    return tf.RaggedTensor.from_row_lengths(flat, np.array([len(r) for r in rows], dtype=np.int64))
+    flat, lengths = flat_rows(rows)
+    return tf.RaggedTensor.from_row_lengths(flat, lengths.astype(np.int64))
 
 
 def encode_pairs(sources, targets, tokenizer, max_length: int):

@@ -201,9 +201,7 @@ class Translation(Task):
             )
         for key, value in corpus.from_corpus.items():
             if key in card.data and card.data[key] != value:
-                log.info(
-                    "data.%s: %s, the encoded corpus's (card: %s)", key, value, card.data.get(key)
-                )
+                log.info("data.%s: %s, the encoded corpus's (card: %s)", key, value, card.data[key])
         # the card the run records (card.yaml, the preset) holds the fitted values
         fitted = {key: value for key, (value, _) in corpus.fitted.items()}
         card = dataclasses.replace(card, data={**card.data, **fitted, **corpus.from_corpus})
