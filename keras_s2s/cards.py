@@ -92,7 +92,9 @@ SCHEMA: dict[str, Any] = {
         "nonfinite": {"rollbacks": SIZE, "lr_factor": float, "skipped_steps": COUNT},
         # scored after every epoch, best weights kept (keras_s2s/training/validation.py)
         "validation": {
-            "metric": Choice("bleu", "chrf", "loss"),
+            "metric": Choice(
+                "bleu", "chrf", "wer", "loss"
+            ),  # each task takes some (its validation_metrics)
             "patience": SIZE,
             "sentences": COUNT,
             "min_delta": Number(0),
@@ -222,6 +224,12 @@ def validate(raw: Any, source: str, lines: dict | None = None, path: str | None 
     check_mapping(raw["model"], model_schema, ("model",), source, lines)
     task = tasks.for_architecture(ARCHITECTURES[arch])
     check_mapping(raw["data"], task.data_schema, ("data",), source, lines, owner=task.name)
+    metric = raw["training"].get("validation", {}).get("metric")
+    if metric is not None and metric not in task.validation_metrics:
+        raise CardError(
+            f"{where(source, lines, ('training', 'validation', 'metric'))}: {metric} does not score "
+            f"{task.noun} (its validation metrics: {', '.join(task.validation_metrics)})"
+        )
     for preset, entry in (raw.get("presets") or {}).items():
         if not isinstance(entry, dict) or "url" not in entry:
             raise CardError(

@@ -65,6 +65,20 @@ ARCHITECTURES = {  # architecture -> (demo card, tiny overrides)
             epilogue_kernel=5,
         ),
     ),
+    "quartznet": (
+        "quartznet_demo",
+        dict(
+            prologue_channels=16,
+            prologue_kernel=7,
+            channels=[16, 16],
+            kernels=[5, 7],
+            dropouts=[0.1, 0.1],
+            repeats=1,
+            block_strides=[2, 1],
+            epilogue_channels=[16, 16],
+            epilogue_kernel=5,
+        ),
+    ),
     "tacotron2": (
         "tacotron2_demo",
         dict(

@@ -12,7 +12,7 @@ from keras_s2s.audio.features import FeatureExtractor
 from keras_s2s.audio.io import write_wav
 from keras_s2s.audio.manifest import Utterance
 from keras_s2s.data.speech import usable_utterances
-from keras_s2s.models import DeepSpeech2, Jasper, Wave2Letter
+from keras_s2s.models import DeepSpeech2, Jasper, QuartzNet, Wave2Letter
 from keras_s2s.text.characters import CharVocabulary
 from keras_s2s.text.corpus import CorpusError
 
@@ -33,6 +33,18 @@ TINY = {
         channels=[16, 16, 24],
         kernels=[5, 5, 7],
         dropouts=[0.0] * 3,
+        epilogue_channels=[24, 24],
+        epilogue_kernel=5,
+        **kw,
+    ),
+    "quartznet": lambda **kw: QuartzNet(  # separable, 4x: the prologue's stride and block 0's
+        prologue_channels=16,
+        prologue_kernel=7,
+        channels=[16, 24],
+        kernels=[5, 7],
+        dropouts=[0.0, 0.0],
+        repeats=2,
+        block_strides=[2, 1],
         epilogue_channels=[24, 24],
         epilogue_kernel=5,
         **kw,
@@ -99,12 +111,13 @@ def test_each_model_reduces_time_by_its_stride_and_computes_a_float32_ctc_loss(n
     model = TINY[name](num_features=16)
     inputs = features_batch()
     logits = model(inputs)
-    assert logits.dtype == "float32" and logits.shape == (2, 20, 29) and model.time_reduction == 2
-    labels = np.array([VOCAB.encode("hello") + [0, 0, 0], VOCAB.encode("good bye")], "int32")
+    reduction = 4 if name == "quartznet" else 2
+    frames = [-(-n // reduction) for n in (40, 27)]
+    assert logits.dtype == "float32" and logits.shape == (2, frames[0], 29)
+    assert model.time_reduction == reduction
+    labels = np.array([VOCAB.encode("hello"), VOCAB.encode("bye") + [0, 0]], "int32")
     loss = model.compute_loss(inputs, labels, logits)
-    expected = keras.ops.ctc_loss(
-        labels, logits, np.array([5, 8]), np.array([20, 14]), mask_index=0
-    )
+    expected = keras.ops.ctc_loss(labels, logits, np.array([5, 3]), np.array(frames), mask_index=0)
     np.testing.assert_allclose(float(loss), float(np.mean(expected)), rtol=1e-5)
 
 
@@ -171,6 +184,14 @@ def test_jasper_residual_modes_and_bad_arguments():
         Jasper(channels=[8, 8], kernels=[3], dropouts=[0, 0])
     with pytest.raises(ValueError, match="residual must be"):
         Jasper(residual="skip")
+    quartz = TINY["quartznet"](num_features=16)
+    assert quartz.time_reduction == 4 and quartz.reductions == [2, 4, 4]
+    assert all(b.separable for b in [quartz.prologue, *quartz.blocks])
+    assert [b.num_residuals for b in quartz.blocks] == [1, 1]
+    with pytest.raises(ValueError, match="need residual 'block' or 'none'"):
+        Jasper(channels=[8, 8], kernels=[3, 3], dropouts=[0, 0], block_strides=[2, 1])
+    with pytest.raises(ValueError, match="one stride >= 1 per block"):
+        QuartzNet(channels=[8, 8], kernels=[3, 3], dropouts=[0, 0], block_strides=[2])
     with pytest.raises(ValueError, match="rnn_type must be"):
         DeepSpeech2(rnn_type="rnn")
     with pytest.raises(ValueError, match="does not match the extractor's"):
@@ -288,7 +309,9 @@ def test_a_tiny_jasper_learns_to_transcribe_what_it_hears(tmp_path):
     assert [decoder.decode_one(f) for f in frames] == texts
 
 
-@pytest.mark.parametrize("card", ["jasper_demo", "wave2letter_demo", "deepspeech2_demo"])
+@pytest.mark.parametrize(
+    "card", ["jasper_demo", "wave2letter_demo", "deepspeech2_demo", "quartznet_demo"]
+)
 def test_demo_cards_build_with_the_cards_features_and_alphabet(card):
     from keras_s2s import zoo
 
@@ -308,4 +331,6 @@ def test_padding_never_changes_an_utterances_output(name):
         "features": inputs["features"][1:, :28],
         "feature_lengths": inputs["feature_lengths"][1:],
     }
-    np.testing.assert_allclose(model(inputs)[1, :14], model(short)[0, :14], atol=1e-4)
+    frames = -(-27 // model.time_reduction)
+    assert model(inputs).shape[1] == -(-40 // model.time_reduction)
+    np.testing.assert_allclose(model(inputs)[1, :frames], model(short)[0, :frames], atol=1e-4)

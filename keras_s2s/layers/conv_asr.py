@@ -1,14 +1,20 @@
-"""1-D convolution blocks of Wave2Letter+ and Jasper (OpenSeq2Seq; Li et al. 2019).
+"""1-D convolution blocks of Wave2Letter+, Jasper and QuartzNet (OpenSeq2Seq; Li et al. 2019;
+Kriman et al. 2020).
 
 `ConvBlock`: `repeats` x (Conv1D -> BatchNorm -> ReLU -> Dropout), where the
 last sub-block adds residual inputs (each through a 1x1 convolution and
 batch norm) before its ReLU. Jasper uses one residual (the block input) or,
 in the dense-residual variant, the outputs of all previous blocks;
-Wave2Letter+ uses none.
+Wave2Letter+ uses none. With `separable=True` each convolution is
+QuartzNet's time-channel separable one: a depthwise convolution over time
+(one kernel per channel) then a 1x1 convolution across channels
+(`keras.layers.SeparableConv1D`), k + C weights per output channel instead
+of k x C.
 
 Example:
     >>> block = ConvBlock(256, kernel_size=11, repeats=5, dropout=0.2, num_residuals=1)
     >>> y = block(x, residuals=[x])
+    >>> ConvBlock(256, kernel_size=33, repeats=5, num_residuals=1, separable=True)   # QuartzNet's
 """
 
 from __future__ import annotations
@@ -24,8 +30,10 @@ class ConvBlock(keras.layers.Layer):
     filters, kernel_size: int. Convolution size.
     repeats: int. Conv-BN-ReLU-dropout sub-blocks.
     dropout: float.
-    strides, dilation: int. Of the first convolution.
+    strides, dilation: int. Of the first convolution (a strided block's residual 1x1
+        convolutions take the same stride, so residual and output frames line up).
     num_residuals: int. Residual inputs added in the last sub-block (0 = none).
+    separable: bool. Time-channel separable convolutions (QuartzNet) instead of full ones.
     """
 
     def __init__(
@@ -37,6 +45,7 @@ class ConvBlock(keras.layers.Layer):
         strides: int = 1,
         dilation: int = 1,
         num_residuals: int = 0,
+        separable: bool = False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -47,9 +56,11 @@ class ConvBlock(keras.layers.Layer):
             dropout,
         )
         self.strides, self.dilation, self.num_residuals = strides, dilation, num_residuals
+        self.separable = separable
         policy = self.dtype_policy
+        convolution = keras.layers.SeparableConv1D if separable else keras.layers.Conv1D
         self.convs = [
-            keras.layers.Conv1D(
+            convolution(
                 filters,
                 kernel_size,
                 strides=strides if i == 0 else 1,
@@ -65,7 +76,9 @@ class ConvBlock(keras.layers.Layer):
             keras.layers.BatchNormalization(dtype=policy, name=f"norm_{i}") for i in range(repeats)
         ]
         self.residual_convs = [
-            keras.layers.Conv1D(filters, 1, use_bias=False, dtype=policy, name=f"residual_{i}")
+            keras.layers.Conv1D(
+                filters, 1, strides=strides, use_bias=False, dtype=policy, name=f"residual_{i}"
+            )
             for i in range(num_residuals)
         ]
         self.residual_norms = [
@@ -103,4 +116,5 @@ class ConvBlock(keras.layers.Layer):
             "strides": self.strides,
             "dilation": self.dilation,
             "num_residuals": self.num_residuals,
+            "separable": self.separable,
         }

@@ -21,7 +21,7 @@ for _module in pkgutil.iter_modules(__path__):
 from keras_s2s.models.convs2s import ConvS2S  # noqa: E402
 from keras_s2s.models.deepspeech2 import DeepSpeech2  # noqa: E402
 from keras_s2s.models.gnmt import GNMT  # noqa: E402
-from keras_s2s.models.jasper import Jasper, Wave2Letter  # noqa: E402
+from keras_s2s.models.jasper import Jasper, QuartzNet, Wave2Letter  # noqa: E402
 from keras_s2s.models.seq2seq_lm import Seq2SeqLM  # noqa: E402
 from keras_s2s.models.speech_to_text import SpeechToText  # noqa: E402
 from keras_s2s.models.tacotron2 import Tacotron2  # noqa: E402
@@ -39,6 +39,7 @@ __all__ = [
     "DeepSpeech2",
     "GNMT",
     "Jasper",
+    "QuartzNet",
     "Seq2SeqLM",
     "SpeechToText",
     "Tacotron2",

@@ -1,18 +1,27 @@
-"""Jasper (Li et al. 2019) and Wave2Letter+ (OpenSeq2Seq): 1-D convolutional CTC models.
+"""Jasper (Li et al. 2019), Wave2Letter+ (OpenSeq2Seq) and QuartzNet (Kriman et al. 2020): 1-D
+convolutional CTC models.
 
-Both are a strided prologue convolution, a stack of `ConvBlock`s and an
+All three are a strided prologue convolution, a stack of `ConvBlock`s and an
 epilogue (a dilated convolution, a 1x1 convolution, then a 1x1 convolution to
 the characters). Jasper's blocks repeat their sub-block `repeats` times with
 a residual connection from the block input or, with `dense_residual`, from
 every previous block's output (Jasper DR); Wave2Letter+ is the same stack
-with one convolution per block and no residuals.
+with one convolution per block and no residuals; QuartzNet is Jasper with
+time-channel separable convolutions (`separable`), residuals from the block
+input and much longer kernels for a fraction of the weights and FLOPs.
+`block_strides` reduce time further inside the stack (Citrinet's 4x-8x), so
+every later block costs a half or a quarter as much.
 
 Example:
     >>> model = Jasper(vocab_size=29, num_features=64, channels=[64, 64], kernels=[11, 13], dropouts=[0.1, 0.1])
     >>> logits = model({"features": x, "feature_lengths": lengths})     # [B, ceil(T / 2), 29] float32
+    >>> QuartzNet(channels=[256] * 5, kernels=[33, 39, 51, 63, 75], dropouts=[0.0] * 5,
+    ...           block_strides=[2, 1, 1, 1, 1])                          # [B, ceil(T / 4), 29]
 """
 
 from __future__ import annotations
+
+import math
 
 import keras
 from keras import ops
@@ -37,6 +46,11 @@ class Jasper(SpeechToText):
         residual: str. `dense` (Jasper DR), `block` (from the block input), or `none`.
         epilogue_channels: list. Channels of the dilated and the 1x1 epilogue convolutions.
         epilogue_kernel, epilogue_dilation, epilogue_dropout: of the epilogue.
+        separable: bool. Time-channel separable convolutions in the prologue, the blocks and the
+            dilated epilogue convolution (QuartzNet).
+        block_strides: list. Each block's stride over time (empty: none); the model's time
+            reduction is `stride` times their product. Not with dense residuals (every earlier
+            block's output would need its own stride).
     """
 
     def __init__(
@@ -56,6 +70,8 @@ class Jasper(SpeechToText):
         epilogue_kernel: int = 29,
         epilogue_dilation: int = 2,
         epilogue_dropout: float = 0.4,
+        separable: bool = False,
+        block_strides: list = [],  # noqa: B006
         vocabulary=None,
         extractor=None,
         **kwargs,
@@ -74,6 +90,18 @@ class Jasper(SpeechToText):
             )
         if residual not in ("dense", "block", "none"):
             raise ValueError(f"residual must be 'dense', 'block' or 'none', got {residual!r}")
+        block_strides = list(block_strides) or [1] * len(channels)
+        if len(block_strides) != len(channels) or not all(
+            isinstance(s, int) and s >= 1 for s in block_strides
+        ):
+            raise ValueError(
+                f"block_strides needs one stride >= 1 per block ({len(channels)}), got {block_strides}"
+            )
+        if residual == "dense" and max(block_strides) > 1:
+            raise ValueError(
+                "block_strides > 1 need residual 'block' or 'none': dense residuals add every earlier "
+                "block's output, which a stride leaves longer"
+            )
         if len(epilogue_channels) != 2:
             raise ValueError(
                 f"epilogue_channels needs 2 entries (dilated conv, 1x1 conv), got {epilogue_channels}"
@@ -92,14 +120,19 @@ class Jasper(SpeechToText):
             epilogue_kernel=epilogue_kernel,
             epilogue_dilation=epilogue_dilation,
             epilogue_dropout=epilogue_dropout,
+            separable=separable,
+            block_strides=block_strides,
         )
-        self.time_reduction = stride
+        # the input frames each stage's one frame stands for: the prologue's, then each block's
+        self.reductions = [stride * math.prod(block_strides[:i]) for i in range(len(channels) + 1)]
+        self.time_reduction = stride * math.prod(block_strides)
         policy = self.dtype_policy
         self.prologue = ConvBlock(
             prologue_channels,
             prologue_kernel,
             strides=stride,
             dropout=prologue_dropout,
+            separable=separable,
             dtype=policy,
             name="prologue",
         )
@@ -110,11 +143,13 @@ class Jasper(SpeechToText):
                 k,
                 repeats=repeats,
                 dropout=d,
+                strides=s,
                 num_residuals=residuals(i),
+                separable=separable,
                 dtype=policy,
                 name=f"block_{i}",
             )
-            for i, (c, k, d) in enumerate(zip(channels, kernels, dropouts))
+            for i, (c, k, d, s) in enumerate(zip(channels, kernels, dropouts, block_strides))
         ]
         self.epilogue = [
             ConvBlock(
@@ -122,6 +157,7 @@ class Jasper(SpeechToText):
                 epilogue_kernel,
                 dilation=epilogue_dilation,
                 dropout=epilogue_dropout,
+                separable=separable,
                 dtype=policy,
                 name="epilogue_0",
             ),
@@ -132,13 +168,17 @@ class Jasper(SpeechToText):
         self.output_conv = keras.layers.Conv1D(vocab_size, 1, dtype=policy, name="output")
 
     def call(self, inputs, training=False):
+        lengths = inputs["feature_lengths"]
         x = self.prologue(inputs["features"], training=training)
         # padded frames are zeroed after every sub-block: batch norm shifts them away from zero, and the
         # next convolution would carry them into real frames, making outputs depend on the padding
-        keep = self.frame_mask(inputs["feature_lengths"], ops.shape(x)[1], x.dtype)
+        keep = self.frame_mask(lengths, ops.shape(x)[1], x.dtype, self.reductions[0])
         outputs = [x * keep]  # the prologue output, then each block's
-        for block in self.blocks:
+        for block, reduction in zip(self.blocks, self.reductions[1:]):
             residual = {"dense": outputs, "block": outputs[-1:], "none": []}[self.args["residual"]]
+            if block.strides > 1:
+                frames = (ops.shape(outputs[-1])[1] + block.strides - 1) // block.strides
+                keep = self.frame_mask(lengths, frames, x.dtype, reduction)
             outputs.append(block(outputs[-1], residuals=residual, training=training, keep=keep))
         x = outputs[-1]
         for layer in self.epilogue:
@@ -197,7 +237,66 @@ class Wave2Letter(Jasper):
             epilogue_kernel,
             epilogue_dilation,
             epilogue_dropout,
-            vocabulary,
-            extractor,
+            vocabulary=vocabulary,
+            extractor=extractor,
+            **kwargs,
+        )
+
+
+QUARTZNET_CHANNELS = [256] * 6 + [512] * 9
+QUARTZNET_KERNELS = [33] * 3 + [39] * 3 + [51] * 3 + [63] * 3 + [75] * 3
+
+
+@keras.saving.register_keras_serializable(package="keras_s2s")
+class QuartzNet(Jasper):
+    """QuartzNet B x R (Kriman et al. 2020; default 15x5, 18.9 M weights): Jasper's block stack with
+    time-channel separable convolutions, a residual from each block's input, kernels of 33-87.
+
+    Args: as `Jasper`'s; `separable` is always on, `residual` is `block` (or `none`).
+    """
+
+    def __init__(
+        self,
+        vocab_size: int = 29,
+        num_features: int = 64,
+        prologue_channels: int = 256,
+        prologue_kernel: int = 33,
+        stride: int = 2,
+        prologue_dropout: float = 0.0,
+        channels: list = QUARTZNET_CHANNELS,
+        kernels: list = QUARTZNET_KERNELS,
+        dropouts: list = [0.0] * 15,  # noqa: B006
+        repeats: int = 5,
+        residual: str = "block",
+        epilogue_channels: list = [512, 1024],  # noqa: B006
+        epilogue_kernel: int = 87,
+        epilogue_dilation: int = 2,
+        epilogue_dropout: float = 0.0,
+        block_strides: list = [],  # noqa: B006
+        vocabulary=None,
+        extractor=None,
+        **kwargs,
+    ):
+        kwargs.pop("separable", None)  # from get_config: always on
+        super().__init__(
+            vocab_size,
+            num_features,
+            prologue_channels,
+            prologue_kernel,
+            stride,
+            prologue_dropout,
+            channels,
+            kernels,
+            dropouts,
+            repeats,
+            residual,
+            epilogue_channels,
+            epilogue_kernel,
+            epilogue_dilation,
+            epilogue_dropout,
+            separable=True,
+            block_strides=block_strides,
+            vocabulary=vocabulary,
+            extractor=extractor,
             **kwargs,
         )

@@ -114,13 +114,17 @@ class SpeechToText(ZooModel):
         )
         self.built = True
 
-    def output_lengths(self, feature_lengths):
-        """Output frames of each utterance: ceil(input frames / time_reduction)."""
-        return (ops.cast(feature_lengths, "int32") + self.time_reduction - 1) // self.time_reduction
+    def output_lengths(self, feature_lengths, reduction: int | None = None):
+        """Output frames of each utterance: ceil(input frames / time_reduction) (or `reduction`: an
+        inner layer's)."""
+        reduction = reduction or self.time_reduction
+        return (ops.cast(feature_lengths, "int32") + reduction - 1) // reduction
 
-    def frame_mask(self, feature_lengths, frames, dtype):
-        """[B, frames, 1] of 1 at real output frames, 0 at padding."""
-        real = ops.arange(frames)[None, :] < self.output_lengths(feature_lengths)[:, None]
+    def frame_mask(self, feature_lengths, frames, dtype, reduction: int | None = None):
+        """[B, frames, 1] of 1 at real output frames (of a layer `reduction` input frames a frame;
+        default: the output's), 0 at padding."""
+        lengths = self.output_lengths(feature_lengths, reduction)
+        real = ops.arange(frames)[None, :] < lengths[:, None]
         return ops.cast(real, dtype)[:, :, None]
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):

@@ -63,7 +63,8 @@ class PreparedTask:
     build_kwargs: dict
     evaluate: Callable  # model -> results dict
     commit: Callable  # () -> None: writes the card (and tokenizer) once the model is built
-    valid_pairs: list | None = None  # (source, reference) dev pairs: validation BLEU while training
+    # (source, reference) dev pairs scored while training: text (BLEU) or audio paths (WER)
+    valid_pairs: list | None = None
     longest_batch: tuple[int, int] | None = None  # (rows, length) of the largest training batch
 
 
@@ -76,6 +77,7 @@ class Task:
         command: str. The `keras-s2s` command that uses a trained model.
         noun: str. What its models are called in messages ("a translation model").
         validation_metric: str. What `training.validation` scores by default.
+        validation_metrics: tuple. What `training.validation.metric` may be (checked with the card).
         data_schema: dict. The card's `data` keys the task reads and the kind of each
             (`keras_s2s.schema`); a card of this task with another key is a CardError.
         decoding_options: dict. How its models decode (`evaluate`, the commands), with the
@@ -87,6 +89,7 @@ class Task:
     command = ""
     noun = ""
     validation_metric = "loss"
+    validation_metrics: tuple = ("loss",)
     data_schema: dict = {}
     decoding_options: dict = {}
 
@@ -110,6 +113,11 @@ class Task:
         super().__init_subclass__(**kwargs)
         if cls.name:
             REGISTRY[cls.name] = cls()
+
+    def validation_scores(self, model, pairs: list) -> dict:
+        """{metric: value} of `model` on dev `pairs` (source, reference), every metric of
+        `validation_metrics` but the loss (the validation callback logs them all as `val_NAME`)."""
+        raise NotImplementedError
 
     def model_arguments(self, card, **assets) -> dict:
         """Constructor arguments beyond the card's `model` part, from the assets (tokenizer, vocabulary ...)."""
@@ -167,9 +175,11 @@ def require_test_split(count: int, card) -> None:
         )
 
 
-def prepare_audio(card, out: Path, strategy, load, evaluate, **load_args) -> PreparedTask:
+def prepare_audio(card, out: Path, strategy, load, evaluate, scored_valid: bool = False,
+                  **load_args) -> PreparedTask:  # fmt: skip
     """An audio task's run: `load` with the card's `data` settings, write the card, evaluate with
-    `evaluate`."""
+    `evaluate`; `scored_valid`: the validation utterances' (audio path, transcript) pairs are
+    scored while training (WER)."""
     start = time.time()
     data = load(
         **card.data,
@@ -188,6 +198,9 @@ def prepare_audio(card, out: Path, strategy, load, evaluate, **load_args) -> Pre
         build_kwargs={"vocabulary": data.vocabulary, "extractor": data.extractor},
         evaluate=lambda model: evaluate(model, data.test_utterances, out),
         commit=lambda: write_card(out, card),
+        valid_pairs=[(u.path, u.transcript) for u in data.valid_utterances]
+        if scored_valid
+        else None,
     )
 
 

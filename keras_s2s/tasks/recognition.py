@@ -71,6 +71,8 @@ class Recognition(Task):
         "augment": dict,  # see keras_s2s/audio/augment.py
     }
     decoding_options = {"beam_width": 1, "lm": None, "alpha": 0.5, "beta": 1.0}
+    validation_metric = "wer"  # greedy, of up to training.validation.sentences utterances
+    validation_metrics = ("wer", "loss")
     model_class = SpeechToText
     command = "transcribe"
     noun = "a speech recognizer"
@@ -99,8 +101,17 @@ class Recognition(Task):
             strategy,
             load_speech_data,
             evaluate_speech,
+            scored_valid=True,
             pad_to_multiple=pad_multiple_for(policy),
         )
+
+    def validation_scores(self, model, pairs: list) -> dict:
+        """Greedy WER and CER of the dev utterances (audio path, transcript)."""
+        paths, references = zip(*pairs)
+        rates = error_rates(
+            model.transcribe(list(paths)), [normalize_transcript(r) for r in references]
+        )
+        return {"wer": rates["wer"], "cer": rates["cer"]}
 
     def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, *,
                      beam_width: int, lm: str | None, alpha: float, beta: float) -> dict:  # fmt: skip

@@ -153,6 +153,13 @@ class Translation(Task):
     command = "translate"
     noun = "a translation model"
     validation_metric = "bleu"
+    validation_metrics = ("bleu", "chrf", "loss")
+
+    def validation_scores(self, model, pairs: list) -> dict:
+        """Greedy BLEU and chrF of the dev pairs (source, reference)."""
+        sources, references = zip(*pairs)
+        result = score(model.translate(list(sources)), list(references))
+        return {"bleu": result["bleu"], "chrf": result["chrf"]}
 
     def model_arguments(self, card, tokenizer=None, **_) -> dict:
         arguments = {"tokenizer": tokenizer}

@@ -254,12 +254,14 @@ def _run_card(name: str, overrides: dict) -> Card:
 def _best_checkpoint(
     card, task: Task, prepared: PreparedTask, directory: Path, chief: bool
 ) -> BestCheckpoint | None:
-    """The card's validation (BLEU for translation, the validation loss otherwise); None without a dev split."""
+    """The card's validation (BLEU for translation, WER for recognition, the validation loss otherwise);
+    None without a dev split."""
     settings = dict(card.training.get("validation", {}))
     settings.setdefault("metric", task.validation_metric if prepared.valid_pairs else "loss")
     if prepared.valid is None and not prepared.valid_pairs:
         return None
-    return BestCheckpoint(directory, pairs=prepared.valid_pairs, write=chief, **settings)
+    return BestCheckpoint(directory, pairs=prepared.valid_pairs, scores=task.validation_scores,
+                          write=chief, **settings)  # fmt: skip
 
 
 def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -> dict:

@@ -1,24 +1,29 @@
-"""Validation while training: BLEU on the dev split after every epoch, the best checkpoint, early stop.
+"""Validation while training: BLEU or WER on the dev split after every epoch, the best checkpoint,
+early stop.
 
 `BestCheckpoint` scores each epoch (greedy BLEU or chrF of up to `sentences`
-dev pairs for a translation model; the validation loss for any model), adds
-the score to the epoch's logs (so the progress line, `history.json` and
-TensorBoard show `val_bleu` / `val_chrf`), keeps the best epoch's weights in
+dev pairs for a translation model, greedy WER of up to `sentences` dev
+utterances for a recognizer: the task's `validation_scores`; the validation
+loss for any model), adds the scores to the epoch's logs (so the progress
+line, `history.json` and TensorBoard show `val_bleu` / `val_chrf` or
+`val_wer` / `val_cer`), keeps the best epoch's weights in
 `checkpoints/best.weights.h5` and the scores of every epoch in
 `checkpoints/best.json` (so a resumed run, and `keras-s2s average --best N`,
 know them), and stops training after `patience` epochs without a gain. The
 runner finishes with the best weights.
 
 Card settings (`training.validation`): `metric` (`bleu`, default for
-translation; `chrf`; `loss`, the default elsewhere), `patience` (0 = never
-stop early), `sentences` (dev pairs decoded, default 500), `min_delta` (an
-earlier epoch replaces the last one's weights at the end only when it
-scored more than this better; default 0.5 BLEU or chrF points, 0 for the
-loss: on a few hundred dev sentences smaller differences are noise, and the
-last weights are the most trained).
+translation; `chrf`; `wer`, default for recognition; `loss`, the default
+elsewhere; the card check refuses a metric of another task), `patience`
+(0 = never stop early), `sentences` (dev pairs decoded, default 500),
+`min_delta` (an earlier epoch replaces the last one's weights at the end
+only when it scored more than this better; default 0.5 BLEU, chrF or WER
+points, 0 for the loss: on a few hundred dev sentences smaller differences
+are noise, and the last weights are the most trained).
 
 Example:
-    >>> best = BestCheckpoint("runs/x/checkpoints", pairs=corpus.valid_pairs, patience=3)
+    >>> best = BestCheckpoint("runs/x/checkpoints", pairs=corpus.valid_pairs, patience=3,
+    ...                       scores=tasks.get("translation").validation_scores)
     >>> model.fit(data, epochs=20, validation_data=valid, callbacks=[best]); best.restore_best(model)
 """
 
@@ -31,15 +36,16 @@ from pathlib import Path
 import keras
 
 from keras_s2s.files import atomic_write, ensure_free_space, weights_file_bytes
-from keras_s2s.metrics import score
 from keras_s2s.training.backup import save_weights_alone
 
 log = logging.getLogger("keras_s2s")
-METRICS = ("bleu", "chrf", "loss")
-# measured: see docs/translation.md, "A real corpus"
+METRICS = ("bleu", "chrf", "wer", "loss")
+LOWER_IS_BETTER = ("wer", "loss")
+# measured: see docs/translation.md, "A real corpus"; WER points likewise (500 utterances)
 MIN_DELTA = {
     "bleu": 0.5,
     "chrf": 0.5,
+    "wer": 0.5,
     "loss": 0.0,
 }
 BEST_WEIGHTS, BEST_STATE = "best.weights.h5", "best.json"
@@ -72,7 +78,7 @@ def read_scores(directory: str | Path) -> dict[int, float]:
     state = read_state(directory)
     if state is None:
         return {}
-    sign = -1.0 if state["metric"] == "loss" else 1.0
+    sign = -1.0 if state["metric"] in LOWER_IS_BETTER else 1.0
     return {epoch: sign * value for epoch, value in state["scores"].items()}
 
 
@@ -81,8 +87,11 @@ class BestCheckpoint(keras.callbacks.Callback):
 
     Args:
         directory: str | Path. Where `best.weights.h5` and `best.json` go (the run's checkpoints folder).
-        pairs: list | None. (source, reference) dev pairs; needed for `bleu` and `chrf`.
-        metric: str. `bleu`, `chrf` or `loss` (the validation loss, lower is better).
+        pairs: list | None. (source, reference) dev pairs; needed for every metric but `loss`.
+        metric: str. `bleu`, `chrf`, `wer` or `loss` (the validation loss; lower is better for
+            it and for `wer`).
+        scores: callable | None. (model, pairs) -> {metric: value}: the task's
+            `validation_scores`; needed for every metric but `loss`.
         patience: int. Epochs without a gain before training stops (0 = never).
         sentences: int. Dev pairs decoded per evaluation (the first ones: the same every epoch).
         min_delta: float | None. How much better than the last epoch an earlier one must score to be
@@ -95,6 +104,7 @@ class BestCheckpoint(keras.callbacks.Callback):
         directory,
         pairs=None,
         metric: str = "bleu",
+        scores=None,
         patience: int = 0,
         sentences: int = 500,
         min_delta: float | None = None,
@@ -105,11 +115,12 @@ class BestCheckpoint(keras.callbacks.Callback):
             raise ValueError(
                 f"training.validation.metric must be one of {', '.join(METRICS)}, got {metric!r}"
             )
-        if metric != "loss" and not pairs:
+        if metric != "loss" and not (pairs and scores):
             raise ValueError(
-                f"training.validation.metric {metric!r} needs dev pairs (a translation model with a "
-                "validation split); use metric: loss"
+                f"training.validation.metric {metric!r} needs a validation split to decode (a "
+                "translation model's or a recognizer's); use metric: loss"
             )
+        self.scores_of = scores
         self.directory, self.metric, self.patience, self.write = (
             Path(directory),
             metric,
@@ -123,7 +134,7 @@ class BestCheckpoint(keras.callbacks.Callback):
         self.scores, self.best_epoch = {}, None
 
     def _better(self, value: float, best: float) -> bool:
-        return value < best if self.metric == "loss" else value > best
+        return value < best if self.metric in LOWER_IS_BETTER else value > best
 
     def on_train_begin(self, logs=None):
         state = read_state(self.directory)  # a resumed run: its earlier epochs' scores still count
@@ -137,9 +148,8 @@ class BestCheckpoint(keras.callbacks.Callback):
                 return
             value = float(logs["val_loss"])
         else:
-            sources, references = zip(*self.pairs)
-            result = score(self.model.translate(list(sources)), list(references))
-            logs.update(val_bleu=result["bleu"], val_chrf=result["chrf"])
+            result = self.scores_of(self.model, self.pairs)
+            logs.update({f"val_{name}": value for name, value in result.items()})
             value = result[self.metric]
         epoch += 1
         self.scores[epoch] = value
