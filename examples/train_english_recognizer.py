@@ -1,7 +1,9 @@
-"""Train the open-vocabulary English recognizer (`jasper_english`) from synthetic speech, end to end.
+"""Train the open-vocabulary English recognizer (`jasper_english`, `quartznet_english`) from synthetic
+speech, end to end.
 
     python examples/train_english_recognizer.py --work english          # every stage; again to resume
     python examples/train_english_recognizer.py --work english --until corpus
+    python examples/train_english_recognizer.py --work english --card quartznet_english --time-limit 1h
 
 Each stage is skipped when its output is there, so the same command continues
 after a stop (a killed training resumes from its last epoch's backup; its
@@ -23,11 +25,11 @@ time budget, the card's `training.time_limit`, counts over restarts):
             eSpeak NG -> WORK/corpus-more; WORK/training trains on both and holds out
             WORK/corpus's valid and test splits
 3. lm       a 3-gram Kneser-Ney word LM of WORK/corpus's training transcripts (trigrams seen twice)
-4. train    `keras_s2s.train("jasper_english", data="WORK/training", ...)` in WORK/run (5 h of
-            training, over restarts)
+4. train    `keras_s2s.train(CARD, data="WORK/training", ...)` in WORK/run-CARD (the card's
+            time budget, over restarts; validated by greedy WER, the best epoch kept)
 5. tune     the LM weight and word bonus on the validation split
-6. evaluate greedy, beam and beam + LM on the held-out eSpeak test split -> WORK/results.json
-7. preset   WORK/jasper_english.tar.gz: float16 weights and the LM (lm.arpa.gz), with its sha256
+6. evaluate greedy, beam and beam + LM on the held-out eSpeak test split -> WORK/run-CARD/results.json
+7. preset   WORK/CARD.tar.gz: float16 weights and the LM (lm.arpa.gz), with its sha256
 
 WordNet, fortune and GCIDE (which carries WordNet's glosses) are never read: they are kept for
 independent evaluation.
@@ -142,9 +144,9 @@ def transcribe_split(model, corpus: Path, split: str, lm=None, beam_width: int =
     return error_rates(hypotheses, [u.transcript for u in utterances]), hypotheses
 
 
-def tune_stage(model, corpus: Path, arpa: Path, work: Path, limit: int = 150) -> dict:
+def tune_stage(model, corpus: Path, arpa: Path, run: Path, limit: int = 150) -> dict:
     """The LM weight and word bonus with the lowest WER on (part of) the validation split."""
-    path = work / "lm" / "tuned.json"
+    path = run / "tuned.json"
     if path.is_file():
         return json.loads(path.read_text())
     utterances = read_manifest(corpus / "valid.csv")[:limit]
@@ -162,8 +164,8 @@ def tune_stage(model, corpus: Path, arpa: Path, work: Path, limit: int = 150) ->
     return json.loads(path.read_text())
 
 
-def evaluate_stage(model, corpus: Path, arpa: Path, tuned: dict, work: Path) -> dict:
-    path = work / "results.json"
+def evaluate_stage(model, corpus: Path, arpa: Path, tuned: dict, run: Path) -> dict:
+    path = run / "results.json"
     if path.is_file():
         return json.loads(path.read_text())
     alpha, beta = tuned["best"]["alpha"], tuned["best"]["beta"]
@@ -181,10 +183,10 @@ def evaluate_stage(model, corpus: Path, arpa: Path, tuned: dict, work: Path) -> 
     return results
 
 
-def preset_stage(run: Path, arpa: Path, corpus: Path, tuned: dict, work: Path) -> None:
-    """The run's preset with float16 weights and the LM (`lm.arpa.gz`) as WORK/jasper_english.tar.gz;
+def preset_stage(run: Path, arpa: Path, corpus: Path, tuned: dict, work: Path, card: str) -> None:
+    """The run's preset with float16 weights and the LM (`lm.arpa.gz`) as WORK/CARD.tar.gz;
     prints its sha256 and size for the card, and the WER of the packed weights."""
-    archive, folder = work / "jasper_english.tar.gz", work / "jasper_english"
+    archive, folder = work / f"{card}.tar.gz", work / card
     if archive.is_file():
         print(f"{archive}: {archive.stat().st_size:,} bytes, sha256 {sha256_of(archive)}")
         return
@@ -213,6 +215,9 @@ def main() -> None:
     parser.add_argument("--work", default="english", help="folder for every stage's output")
     parser.add_argument("--until", choices=STAGES, default="preset", help="stop after this stage")
     parser.add_argument("--workers", type=int, default=2, help="synthesizing processes")
+    parser.add_argument(
+        "--card", default="jasper_english", help="the recognizer's card (default: %(default)s)"
+    )
     parser.add_argument("--time-limit", help="training budget over restarts (default: the card's)")
     parser.add_argument("--init-from",
                         help="start the run from these weights: a preset (english, a folder, an archive)"
@@ -264,16 +269,17 @@ def main() -> None:
         overrides["training.init_from"] = args.init_from
     if args.learning_rate is not None:
         overrides["training.learning_rate"] = args.learning_rate
-    if not (work / "run" / "preset").is_dir():  # else trained to the end earlier
-        keras_s2s.train("jasper_english", data=str(training), out=work / "run", overrides=overrides)
+    run = work / f"run-{args.card}"
+    if not (run / "preset").is_dir():  # else trained to the end earlier
+        keras_s2s.train(args.card, data=str(training), out=run, overrides=overrides)
     if stop < STAGES.index("tune"):
         return
-    model = keras_s2s.load_model(work / "run")
-    tuned = tune_stage(model, corpus, arpa, work)
+    model = keras_s2s.load_model(run)
+    tuned = tune_stage(model, corpus, arpa, run)
     if stop >= STAGES.index("evaluate"):
-        evaluate_stage(model, corpus, arpa, tuned, work)
+        evaluate_stage(model, corpus, arpa, tuned, run)
     if stop >= STAGES.index("preset"):
-        preset_stage(work / "run", arpa, corpus, tuned, work)
+        preset_stage(run, arpa, corpus, tuned, work, args.card)
 
 
 if __name__ == "__main__":

@@ -21,8 +21,9 @@ audio of the same sentences is the reference row. A flite voice that speaks
 part of the corpus's training sentences (its corpus.json `flite_voices`) is
 marked "(trained voice)": the model heard that voice, not these sentences.
 Every clip is transcribed greedily, by CTC beam search, by beam search fused
-with the word LM, and by pocketsphinx (its bundled US English acoustic
-model, LM and dictionary) on the same audio. WER and CER per voice go to
+with the word LM, by that search held to a lexicon (the LM's words; a word
+outside it costs --oov-penalty), and by pocketsphinx (its bundled US English
+acoustic model, LM and dictionary) on the same audio. WER and CER per voice go to
 OUT/results.json, a Markdown table to OUT/results.md and a bar chart of the
 WERs to OUT/results.png. Synthesized audio is kept in OUT/audio and
 pocketsphinx's transcripts in OUT/pocketsphinx (neither depends on the
@@ -51,7 +52,7 @@ from keras_s2s.text import speakable_sentences
 FLITE = {"flite kal16": "kal16", "flite awb": "awb", "flite rms": "rms", "flite slt": "slt"}
 FESTIVAL = {"festival ked": "ked_diphone", "festival slt hts": "cmu_us_slt_arctic_hts"}
 PICO = {"pico en-US": "en-US", "pico en-GB": "en-GB"}
-DECODERS = ("greedy", "beam 8", "beam 32 + LM", "pocketsphinx")
+DECODERS = ("greedy", "beam 8", "beam 32 + LM", "beam 32 + LM + lexicon", "pocketsphinx")
 
 
 def speak(voice: str, text: str, path: Path) -> None:
@@ -160,9 +161,11 @@ def main() -> None:
                         "(jasper:english, jasper_demo:demo)")  # fmt: skip
     parser.add_argument("--lm", required=True, help="the ARPA word LM")
     parser.add_argument(
-        "--alpha", type=float, help="LM weight (default: WORK/lm/tuned.json's, else 0.5)"
+        "--alpha", type=float, help="LM weight (default: the run's tuned.json's, else 0.5)"
     )
     parser.add_argument("--beta", type=float, help="word bonus (default: as --alpha)")
+    parser.add_argument("--oov-penalty", type=float, default=-5.0,
+                        help="ln cost of a word outside the lexicon (default: %(default)s)")  # fmt: skip
     parser.add_argument("--corpus", required=True, help="the speech corpus folder (its test.csv)")
     parser.add_argument("--count", type=int, default=100, help="held-out sentences")
     parser.add_argument("--sentences",
@@ -174,7 +177,7 @@ def main() -> None:
         raise SystemExit(
             f"{', '.join(missing)} not found: apt-get install flite festival libttspico-utils ..."
         )
-    tuned_path = Path(args.lm).parent / "tuned.json"
+    tuned_path = Path(args.model) / "tuned.json"  # train_english_recognizer.py's tuning of a run
     tuned = json.loads(tuned_path.read_text())["best"] if tuned_path.is_file() else {}
     alpha = args.alpha if args.alpha is not None else tuned.get("alpha", 0.5)
     beta = args.beta if args.beta is not None else tuned.get("beta", 1.0)
@@ -209,12 +212,17 @@ def main() -> None:
         card, _, weights = args.model.partition(":")
         model = keras_s2s.zoo.load(card, weights=weights)
     lm = LMDecoder(model.vocabulary, args.lm, alpha=alpha, beta=beta, beam_width=32)
-    results = {"sentences": len(references), "alpha": alpha, "beta": beta, "voices": {}}
+    lexicon = LMDecoder(model.vocabulary, args.lm, alpha=alpha, beta=beta, beam_width=32,
+                        lexicon=True, oov_penalty=args.oov_penalty)  # fmt: skip
+    results = {"sentences": len(references), "alpha": alpha, "beta": beta, "voices": {},
+               "lm": args.lm, "oov_penalty": args.oov_penalty}  # fmt: skip
     for voice, paths in clips.items():
+        frames = model.log_probabilities(paths)  # once for both LM searches
         hypotheses = {
-            "greedy": model.transcribe(paths),
+            "greedy": model.transcribe(paths, beam_width=1),
             "beam 8": model.transcribe(paths, beam_width=8),
-            "beam 32 + LM": model.transcribe(paths, lm=lm),
+            "beam 32 + LM": [lm.decode_one(f) for f in frames],
+            "beam 32 + LM + lexicon": [lexicon.decode_one(f) for f in frames],
             "pocketsphinx": peer_transcripts(
                 paths, out / "pocketsphinx" / f"{voice.replace(' ', '_')}.json"
             ),

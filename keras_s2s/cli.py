@@ -89,6 +89,14 @@ def _add_lm_flags(parser) -> None:
                         help="LM weight (with --lm; default 0.5, or the preset's tuned one)")  # fmt: skip
     parser.add_argument("--beta", type=_finite,
                         help="word insertion bonus (with --lm; default 1.0, or the preset's)")  # fmt: skip
+    lexicon = parser.add_mutually_exclusive_group()
+    lexicon.add_argument("--lexicon", action="store_const", const=True, dest="lexicon",
+                         help="hold the LM search to the LM's words (a word outside them costs "
+                         "--oov-penalty; default: the preset's setting, else off)")  # fmt: skip
+    lexicon.add_argument("--no-lexicon", action="store_const", const=False, dest="lexicon",
+                         help="spell words freely, as without a lexicon")  # fmt: skip
+    parser.add_argument("--oov-penalty", type=_finite,
+                        help="ln cost of a word outside the lexicon (default -5, or the preset's)")  # fmt: skip
 
 
 def _add_decoding_flags(parser, beam_width: int = 1, coverage: bool = True) -> None:
@@ -221,9 +229,15 @@ def _transcribe_arguments(transcribe) -> None:
     transcribe.add_argument(
         "--beam-width",
         type=COUNT,
-        default=1,
-        help="1 = greedy CTC decoding (default; 32 with --lm)",
+        help="hypotheses the search keeps (default: the preset's LM search, 32; 1 = greedy "
+        "CTC decoding, the default of a run without --lm)",
     )
+    transcribe.add_argument("--no-lm", action="store_true",
+                            help="no word LM, not even a preset's own (greedy, or CTC beam search "
+                            "with --beam-width)")  # fmt: skip
+    transcribe.add_argument("--max-seconds", type=_finite, default=20.0,
+                            help="longer recordings are cut at pauses into pieces of at most this "
+                            "long and decoded in turn (default 20)")  # fmt: skip
     _add_lm_flags(transcribe)
 
 
@@ -278,6 +292,9 @@ def _lm_arguments(lm) -> None:
                     help="n-gram order, 2 or more (KenLM reads bigram models and up); default 3")  # fmt: skip
     lm.add_argument("--prune", type=_count(1), nargs="*", default=[],
                     help="from order 2 up: keep n-grams counted at least this often, e.g. 1 2")  # fmt: skip
+    lm.add_argument("--general-words",
+                    help="also know these words as unigrams with their frequency in general English: "
+                    "wordfreq:N (pip install wordfreq) or a word<TAB>share file")  # fmt: skip
 
 
 def _synthesize_arguments(synthesize) -> None:
@@ -500,7 +517,9 @@ def _lm_settings(args) -> dict:
     """The word-LM options given (`lm`, `alpha`, `beta`; unset ones left out). `--lm preset` is the
     word LM that ships in the zoo preset given as --model NAME:PRESET, with the weight and bonus
     tuned for it (unless given)."""
-    given = {name: getattr(args, name) for name in ("lm", "alpha", "beta")}
+    given = {
+        name: getattr(args, name) for name in ("lm", "alpha", "beta", "lexicon", "oov_penalty")
+    }
     if args.lm == "preset":
         from keras_s2s import zoo
         from keras_s2s.presets import read_metadata
@@ -514,7 +533,7 @@ def _lm_settings(args) -> dict:
             raise FileNotFoundError(f"{args.model}: the preset ships no word LM (lm.arpa.gz)")
         tuned = read_metadata(folder).get("lm", {})
         given["lm"] = str(path)
-        for name in ("alpha", "beta"):  # the preset's tuned values, unless given
+        for name in ("alpha", "beta", "lexicon", "oov_penalty"):  # the preset's, unless given
             if given[name] is None:
                 given[name] = tuned.get(name)
     return {name: value for name, value in given.items() if value is not None}
@@ -605,6 +624,7 @@ def _estimate_lm(args) -> None:
     from keras_s2s.audio.manifest import read_manifest
     from keras_s2s.decoding.ngram_lm import KneserNeyLM
     from keras_s2s.text.characters import normalize_transcript
+    from keras_s2s.text.english import general_word_frequencies
 
     sentences = []
     for path in args.text:
@@ -615,31 +635,38 @@ def _estimate_lm(args) -> None:
         else:
             sentences += [line for line in read_text(path).splitlines() if line.strip()]
     sentences = [normalize_transcript(s) for s in sentences]
+    general = args.general_words and general_word_frequencies(args.general_words)  # before the work
     lm = KneserNeyLM.estimate(sentences, order=args.order, prune=tuple(args.prune))
+    if general:
+        lm = lm.with_words(general)
     lm.write_arpa(args.out)
     sizes = ", ".join(f"{len(t):,} {n}-grams" for n, t in enumerate(lm.probabilities, 1))
     print(f"wrote {args.out}: {len(sentences):,} sentences, {sizes}")
 
 
 def _transcribe(args) -> int:
-    """Print each file's transcript; a file that cannot be read is reported and the rest transcribed."""
-    from keras_s2s import tasks
-    from keras_s2s.audio.io import AudioError, read_audio
+    """Print each file's transcript; a file that cannot be read is reported and the rest transcribed.
+    A preset's own decoding (its LM search, tuned) is the default; flags turn it down."""
+    from keras_s2s.audio.io import AudioError
+    from keras_s2s.audio.segments import audio_seconds
 
+    if args.no_lm and args.lm:
+        raise ValueError("--no-lm and --lm ask for opposite things: give one")
     model = _load_for("recognition", args.model)
-    readable, samples = [], []
+    readable = []
     for path in args.audio:
         try:
-            samples.append(read_audio(path, model.extractor.sample_rate))
+            audio_seconds(path)
             readable.append(path)
         except AudioError as error:
             print(f"keras-s2s: error: {error}", file=sys.stderr)
     failed = len(args.audio) - len(readable)
-    from keras_s2s.decoding.ctc_lm import lm_decoder
-
-    options = tasks.get("recognition").decoding(**_decoding(args, **_lm_settings(args)))
-    lm = lm_decoder(model.vocabulary, *(options[k] for k in ("lm", "alpha", "beta", "beam_width")))
-    texts = model.transcribe(samples, beam_width=options["beam_width"], lm=lm) if samples else []
+    beam_width, lm = _speech_search(model, args)
+    texts = (
+        model.transcribe(readable, beam_width=beam_width, lm=lm, max_seconds=args.max_seconds)
+        if readable
+        else []
+    )
     for path, text in zip(readable, texts):
         print(f"{path}\t{text}" if len(args.audio) > 1 else text)
     if failed:
@@ -647,6 +674,24 @@ def _transcribe(args) -> int:
             f"keras-s2s: {failed} of {len(args.audio)} file(s) could not be read", file=sys.stderr
         )
     return 1 if failed else 0
+
+
+def _speech_search(model, args) -> tuple[int | None, object]:
+    """(beam width, LM decoder or None) of a transcribe command: --lm's search; without it the
+    model's default decoding (a preset's LM search) with --beam-width / --no-lexicon applied;
+    --no-lm: greedy or CTC beam search."""
+    from keras_s2s import tasks
+    from keras_s2s.decoding.ctc_lm import lm_decoder
+
+    if args.no_lm or (not args.lm and model.default_decoding is None):
+        return args.beam_width or 1, None
+    if args.lm:
+        options = tasks.get("recognition").decoding(**_decoding(args, **_lm_settings(args)))
+        names = ("lm", "alpha", "beta", "beam_width", "lexicon", "oov_penalty")
+        return None, lm_decoder(model.vocabulary, *(options[k] for k in names))
+    changes = {"beam_width": args.beam_width, "lexicon": args.lexicon, "alpha": args.alpha,
+               "beta": args.beta, "oov_penalty": args.oov_penalty}  # fmt: skip
+    return None, model.default_decoder(**{k: v for k, v in changes.items() if v is not None})
 
 
 def _synthesize(args) -> None:

@@ -137,7 +137,23 @@ def load_preset_directory(directory: str | Path) -> keras.Model:
         raise PresetError(
             f"{directory / WEIGHTS}: weights do not load ({str(exc)[:200]})"
         ) from None
+    _set_default_decoding(model, directory)
     return model
+
+
+DECODING_KEYS = ("alpha", "beta", "beam_width", "lexicon", "oov_penalty")
+
+
+def _set_default_decoding(model, directory: Path) -> None:
+    """A recognizer preset's word LM search (metadata `lm`: its file and tuned settings) becomes the
+    model's default decoding (`transcribe` without arguments uses it)."""
+    decoding = read_metadata(directory).get("lm")
+    if not decoding or not hasattr(model, "set_default_decoding"):
+        return
+    path = directory / str(decoding.get("file", "lm.arpa.gz"))
+    if not path.is_file():
+        raise PresetError(f"{directory}: its metadata names a word LM {path.name} that it lacks")
+    model.set_default_decoding(path, **{k: decoding[k] for k in DECODING_KEYS if k in decoding})
 
 
 def read_metadata(directory: str | Path) -> dict:

@@ -168,3 +168,71 @@ def test_the_lm_command_reads_manifests_and_text_files(tmp_path, capsys):
         == 2
     )
     assert "text file not found" in capsys.readouterr().err and not (tmp_path / "x.arpa").exists()
+
+
+def test_a_lexicon_turns_a_word_spelled_as_it_sounds_into_the_dictionary_word(tmp_path):
+    from keras_s2s.decoding.ctc_lm import Lexicon
+
+    vocabulary = CharVocabulary()
+    path = KneserNeyLM.estimate(sentences()).write_arpa(tmp_path / "lm.arpa")
+    # the acoustics spell "bote" ("boat" as it sounds), "boat" a close second
+    heard = frames_for("the boat sails", vocabulary, confusions=[(6, "t"), (7, "e")])
+    greedy = "".join(vocabulary.characters[c - 1] for c in heard.argmax(1) if c)
+    assert greedy == "the bote sails"
+    words = Lexicon(["the", "boat", "sails", "bolt"])
+    assert words.begins("bo") and not words.begins("bot") and "boat" in words and len(words) == 4
+    free = LMDecoder(vocabulary, path, alpha=0.0, beta=0.0, beam_width=16)
+    held = LMDecoder(vocabulary, path, alpha=0.0, beta=0.0, beam_width=16, lexicon=words)
+    assert free.decode_one(heard) == "the bote sails", "no lexicon: spelled as heard"
+    assert held.decode_one(heard) == "the boat sails", "the lexicon's word"
+
+    # a name the lexicon lacks still comes through when the acoustics are sure of it, at a price
+    name = frames_for("the zed sails", vocabulary)
+    assert held.decode_one(name) == "the zed sails"
+    strict = LMDecoder(vocabulary, path, alpha=0.0, beta=0.0, lexicon=words, oov_penalty=-math.inf)
+    assert "zed" not in strict.decode_one(name), "-inf: only lexicon words"
+    # a word that only begins a lexicon word ("boa" of "boat") pays at its end: -inf forbids it too
+    assert "boa" not in strict.decode_one(frames_for("the boa sails", vocabulary)).split()
+
+    # lexicon=True: the LM's own words
+    own = LMDecoder(vocabulary, path, alpha=0.0, beta=0.0, lexicon=True)
+    assert own.lexicon.words == set(WORDS)
+    with pytest.raises(ValueError, match="oov_penalty is a penalty"):
+        LMDecoder(vocabulary, path, oov_penalty=1.0)
+
+
+def test_subword_pieces_decode_into_words_with_the_lm_and_the_lexicon(tmp_path):
+    from keras_s2s.text.characters import SubwordVocabulary
+
+    text = sentences(300)
+    vocabulary = SubwordVocabulary.train(text, vocab_size=24)
+    fragments = vocabulary.fragments()
+    assert fragments[0] == "" and any(f.startswith(" ") for f in fragments)
+    path = KneserNeyLM.estimate(text).write_arpa(tmp_path / "lm.arpa")
+    ids = vocabulary.encode("the big dog ran on the mat")
+    rows = []
+    for i in ids:  # each piece, then a blank
+        for winner in (i, 0):
+            row = np.full(vocabulary.vocab_size, -8.0)
+            row[winner] = -0.01
+            rows.append(row)
+    frames = np.array(rows)
+    for lexicon in (None, True):
+        decoder = LMDecoder(vocabulary, path, alpha=0.5, beta=1.0, beam_width=8, lexicon=lexicon)
+        assert decoder.decode_one(frames) == "the big dog ran on the mat"
+
+
+def test_general_words_join_the_lm_as_unigrams_and_every_context_still_sums_to_one():
+    lm = KneserNeyLM.estimate(sentences(), order=3, prune=(1, 2))
+    general = lm.with_words({"zebra": 0.001, "giraffe": 0.0005, "the": 0.05})
+    vocabulary = [w for (w,) in general.probabilities[0] if w != "<s>"]
+    assert {"zebra", "giraffe"} <= set(vocabulary)
+    for context in [(), ("the",), ("<s>",), ("<s>", "the"), ("cat", "sat"), ("zebra", "the")]:
+        total = sum(10 ** general.log10_probability(w, context) for w in vocabulary)
+        assert total == pytest.approx(1.0, abs=1e-6), context
+    assert general.log10_probability("zebra") == pytest.approx(math.log10(0.001))
+    kept = lm.log10_probability("the", ("cat",)) - general.log10_probability("the", ("cat",))
+    assert abs(kept) < 0.01, "what the model knew barely moves"
+    assert lm.with_words({"the": 0.5}) is lm
+    with pytest.raises(ValueError, match="add up to"):
+        lm.with_words({"zebra": 0.7, "okapi": 0.6})

@@ -490,8 +490,23 @@ def test_a_recognizer_preset_with_a_word_lm_transcribes_from_the_command_line(
     assert used[-1] == (str(folder / "lm.arpa.gz"), 0.9, 2.0), "the preset's tuned weight and bonus"
     assert main([*args, "--lm", "preset", "--alpha", "0.3"]) == 0 and used[-1][1:] == (0.3, 2.0)
     capsys.readouterr()
-    assert main(args) == 0, "greedy, from a zoo preset"
+    assert main(args) == 0, "no flags: the preset's own LM search, tuned"
     assert capsys.readouterr().out.strip() == text
+    model = zoo.load("jasper_demo", weights=str(folder))
+    assert model.default_decoding["lm_path"] == str(folder / "lm.arpa.gz")
+    assert (model.default_decoding["alpha"], model.default_decoding["beta"]) == (0.9, 2.0)
+    clip = str(tmp_path / "dog.wav")
+    assert model.transcribe([clip]) == model.transcribe([clip], lm=model.default_decoder())
+    assert model.default_decoder() is model.default_decoder(), "built once"
+    for lighter in (["--no-lm"], ["--no-lm", "--beam-width", "4"], ["--beam-width", "4"],
+                    ["--no-lexicon"]):  # fmt: skip
+        assert main([*args, *lighter]) == 0, lighter
+        assert capsys.readouterr().out.strip() == text
+    assert main([*args, "--no-lm", "--lm", "preset"]) == 2
+    assert "--no-lm and --lm ask for opposite things" in capsys.readouterr().err
+    (folder / "lm.arpa.gz").rename(folder / "gone.arpa.gz")  # the metadata names an LM it lacks
+    assert main(args) == 2
+    assert "names a word LM lm.arpa.gz that it lacks" in capsys.readouterr().err
     assert (
         main(
             [

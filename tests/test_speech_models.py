@@ -149,13 +149,16 @@ def test_the_ctc_kernel_loss_and_gradient_equal_keras_ctc_loss():
     np.testing.assert_allclose(ours[1], keras_[1], atol=1e-5)
     assert np.all(ours[1][2, 8:] == 0), "no gradient beyond an utterance's frames"
 
-    # a transcript longer than its frames: no error, loss 0 and no gradient for it, the others unchanged
-    short = np.array([30, 3, 8, 17], "int32")
-    losses, gradient = loss_and_gradient(
-        lambda: ctc_loss(tf.constant(labels), logits, tf.constant(short))
-    )
-    assert losses[1] == 0 and not gradient[1].any()
-    np.testing.assert_allclose(losses[[0, 2, 3]], ours[0][[0, 2, 3]], rtol=1e-6)
+    # a transcript longer than its frames (3 for 9 labels), or as long but without room for the
+    # blanks its repeats need (10 frames for 9 labels + 3 repeats: the kernel's "No valid path
+    # found", inf): no error, loss 0 and no gradient for it, the others unchanged
+    for frames in (3, 10):
+        short = np.array([30, frames, 8, 17], "int32")
+        losses, gradient = loss_and_gradient(
+            lambda short=short: ctc_loss(tf.constant(labels), logits, tf.constant(short))
+        )
+        assert losses[1] == 0 and not gradient[1].any() and np.isfinite(gradient).all()
+        np.testing.assert_allclose(losses[[0, 2, 3]], ours[0][[0, 2, 3]], rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", sorted(TINY))

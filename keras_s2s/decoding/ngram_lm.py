@@ -151,6 +151,39 @@ class KneserNeyLM:
             word = UNK
         return _lookup([{}] + self.probabilities, [{}] + self.backoffs, (*context, word))
 
+    def with_words(self, frequencies: dict[str, float]) -> KneserNeyLM:
+        """A copy that also knows the words of `frequencies` (word -> its share of general text, e.g.
+        `wordfreq.word_frequency`) it lacks: each such word gets its own share as a unigram
+        probability, the model's words keep the rest in proportion, and every backoff weight is
+        recomputed, so each context still sums to one. A word the model's text never had then
+        scores by its frequency in general English (after the context's backoff), not as `<unk>`.
+
+        Example:
+            >>> general = lm.with_words({"misanthrope": 2e-7, "the": 0.05})   # "the" is kept as it was
+        """
+        known = self.probabilities[0]
+        new = {(w,): f for w, f in frequencies.items() if (w,) not in known and f > 0 and w.strip()}
+        mass = sum(new.values())
+        if not new:
+            return self
+        if mass >= 1:
+            raise ValueError(f"the new words' frequencies add up to {mass:.3f}: not shares of text")
+        keep = math.log10(1.0 - mass)
+        unigrams = {g: (p if p <= NO_PROBABILITY else p + keep) for g, p in known.items()}
+        unigrams.update({g: math.log10(f) for g, f in new.items()})
+        probabilities = [unigrams, *self.probabilities[1:]]
+        backoffs = [dict(table) for table in self.backoffs]
+        tables = ([{}] + probabilities, [{}] + backoffs)
+        for n in range(2, self.order + 1):  # contexts of n - 1 words, the shorter ones first
+            seen, lower = defaultdict(float), defaultdict(float)
+            for ngram, log10_p in probabilities[n - 1].items():
+                seen[ngram[:-1]] += 10**log10_p
+                lower[ngram[:-1]] += 10 ** _lookup(*tables, ngram[1:])
+            for context in backoffs[n - 2]:
+                left, room = 1.0 - seen.get(context, 0.0), 1.0 - lower.get(context, 0.0)
+                backoffs[n - 2][context] = math.log10(max(left, 1e-99) / max(room, 1e-99))
+        return KneserNeyLM(self.order, probabilities, backoffs)
+
     @classmethod
     def read_arpa(cls, path: str | Path) -> KneserNeyLM:
         """A model from an ARPA file, plain or gzipped (`.arpa.gz`); any ARPA back-off model, not only

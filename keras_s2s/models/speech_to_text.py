@@ -15,10 +15,13 @@ Example:
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from keras import ops
 
 from keras_s2s.audio.io import read_audio
+from keras_s2s.audio.segments import audible, audio_seconds, pieces_at_pauses, stream_audio
 from keras_s2s.backend import compile_with_weights, is_tensorflow, tf
 from keras_s2s.config import check_count
 from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
@@ -45,13 +48,18 @@ def ctc_loss(labels, logits, logit_lengths):
     """
     if not is_tensorflow():
         return _keras_ctc_loss(labels, logits, logit_lengths)
-    sparse = tf.sparse.from_dense(labels)
+    # a transcript that cannot fit (too long, or too few frames for the blanks its repeated letters
+    # need): the kernel would return inf, so it scores a one-label stand-in, multiplied by 0
+    fits = frames_needed(labels) <= tf.cast(logit_lengths, tf.int32)
+    stand_in = tf.one_hot(tf.zeros_like(labels[:, 0]), tf.shape(labels)[1], dtype=labels.dtype)
+    sparse = tf.sparse.from_dense(tf.where(fits[:, None], labels, stand_in))
     # the kernel's blank is the last class: move class 0 there and every label down by one
     logits = tf.concat([logits[:, :, 1:], logits[:, :, :1]], axis=2)
     sparse = tf.SparseTensor(sparse.indices, sparse.values - 1, sparse.dense_shape)
-    return tf.compat.v1.nn.ctc_loss(
+    losses = tf.compat.v1.nn.ctc_loss(
         sparse, logits, logit_lengths, time_major=False, ignore_longer_outputs_than_inputs=True
     )
+    return tf.where(fits, losses, 0.0)
 
 
 def frames_needed(labels):
@@ -101,6 +109,7 @@ class SpeechToText(ZooModel):
         self.vocab_size, self.num_features = vocab_size, num_features
         self.vocabulary, self.extractor = vocabulary, extractor
         self._decoders = FunctionCache()  # beam width (and "features") -> tf.function; not saved
+        self.default_decoding, self._default_decoder = None, None  # a preset's LM search
 
     def build(self, input_shape=None):
         if self.built:
@@ -206,12 +215,72 @@ class SpeechToText(ZooModel):
         )
         return [self.vocabulary.decode(row[row >= 0]) for row in ids]
 
-    def transcribe(
-        self, audio: list, batch_size: int = 16, beam_width: int = 1, lm=None
-    ) -> list[str]:
-        """Text of each audio file path (or float32 sample array at the extractor's rate);
-        `lm`: an `LMDecoder` for beam search with a language model (its own beam width)."""
+    def set_default_decoding(self, lm_path, alpha: float = 0.5, beta: float = 1.0,
+                             beam_width: int = 32, lexicon: bool = False,
+                             oov_penalty: float = -5.0) -> None:  # fmt: skip
+        """The decoding `transcribe` uses unless told otherwise: beam search fused with the word LM
+        at `lm_path` (a preset sets its own, tuned; `zoo.load(..., weights=PRESET)`)."""
+        self.default_decoding = dict(lm_path=str(lm_path), alpha=alpha, beta=beta,
+                                     beam_width=beam_width, lexicon=lexicon,
+                                     oov_penalty=oov_penalty)  # fmt: skip
+        self._default_decoder = None
+
+    def default_decoder(self, **changes):
+        """The `LMDecoder` of `default_decoding` (None without one), with `changes` (e.g.
+        `beam_width=8`, `lexicon=False`: a lighter search); built once."""
+        if self.default_decoding is None:
+            return None
+        from keras_s2s.decoding.ctc_lm import LMDecoder
+
+        if changes:
+            return LMDecoder(self.vocabulary, **{**self.default_decoding, **changes})
+        if self._default_decoder is None:
+            self._default_decoder = LMDecoder(self.vocabulary, **self.default_decoding)
+        return self._default_decoder
+
+    def transcribe(self, audio: list, batch_size: int = 16, beam_width: int | None = None,
+                   lm="default", max_seconds: float = 20.0) -> list[str]:  # fmt: skip
+        """Text of each audio file path (or float32 sample array at the extractor's rate).
+
+        Args:
+            beam_width: int | None. CTC beam search without an LM (1: greedy, the default when
+                the model has no default decoding).
+            lm: "default" | LMDecoder | None. "default": the model's `default_decoding` (a
+                preset's tuned LM search) unless `beam_width` is given; an `LMDecoder`: beam
+                search fused with its LM (its own beam width); None: no LM.
+            max_seconds: float. Longer recordings are cut at pauses into pieces of at most this
+                long, transcribed in turn and joined: memory stays that of a few pieces.
+        """
+        if self.extractor is None:
+            raise ValueError(
+                "this model has no feature extractor; load it with zoo.load(..., extractor=...)"
+            )
+        if lm == "default":
+            lm = self.default_decoder() if beam_width is None else None
+        beam_width = 1 if beam_width is None else beam_width
         check_count("beam_width", beam_width)
+        long = {i for i, item in enumerate(audio) if self._longer_than(item, max_seconds)}
+        short = [item for i, item in enumerate(audio) if i not in long]
+        texts = iter(self._transcribe_pieces(short, batch_size, beam_width, lm))
+        results = []
+        for i, item in enumerate(audio):
+            if i not in long:
+                results.append(next(texts))
+                continue
+            rate = self.extractor.sample_rate
+            blocks = [item] if isinstance(item, np.ndarray) else stream_audio(item, rate)
+            pieces = filter(audible, pieces_at_pauses(blocks, rate, max_seconds))
+            said = self._transcribe_pieces(pieces, batch_size, beam_width, lm)
+            results.append(" ".join(text for text in said if text))
+        return results
+
+    def _longer_than(self, item, seconds: float) -> bool:
+        if isinstance(item, np.ndarray):
+            return len(item) > seconds * self.extractor.sample_rate
+        return audio_seconds(item) > seconds
+
+    def _transcribe_pieces(self, audio, batch_size: int, beam_width: int, lm) -> list[str]:
+        """Text of each item of an iterable of paths or sample arrays, `batch_size` at a time."""
         results = []
         for batch, lengths in self._feature_batches(audio, batch_size):
             results += self.decode(batch, lengths, beam_width, lm)
@@ -256,9 +325,10 @@ class SpeechToText(ZooModel):
             def featurize(samples):
                 return traced(tf.constant(samples, tf.float32)).numpy()
 
-        for start in range(0, len(audio), batch_size):
+        items = iter(audio)
+        while chunk := list(itertools.islice(items, batch_size)):
             feats = []
-            for item in audio[start : start + batch_size]:
+            for item in chunk:
                 samples = (
                     item
                     if isinstance(item, np.ndarray)

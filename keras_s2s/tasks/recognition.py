@@ -70,7 +70,8 @@ class Recognition(Task):
         "vocab_size": COUNT,  # of a subword vocabulary
         "augment": dict,  # see keras_s2s/audio/augment.py
     }
-    decoding_options = {"beam_width": 1, "lm": None, "alpha": 0.5, "beta": 1.0}
+    decoding_options = {"beam_width": 1, "lm": None, "alpha": 0.5, "beta": 1.0, "lexicon": False,
+                        "oov_penalty": -5.0}  # fmt: skip
     validation_metric = "wer"  # greedy, of up to training.validation.sentences utterances
     validation_metrics = ("wer", "loss")
     model_class = SpeechToText
@@ -109,15 +110,17 @@ class Recognition(Task):
         """Greedy WER and CER of the dev utterances (audio path, transcript)."""
         paths, references = zip(*pairs)
         rates = error_rates(
-            model.transcribe(list(paths)), [normalize_transcript(r) for r in references]
+            model.transcribe(list(paths), beam_width=1),
+            [normalize_transcript(r) for r in references],
         )
         return {"wer": rates["wer"], "cer": rates["cer"]}
 
     def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, *,
-                     beam_width: int, lm: str | None, alpha: float, beta: float) -> dict:  # fmt: skip
+                     beam_width: int, lm: str | None, alpha: float, beta: float,
+                     lexicon: bool, oov_penalty: float) -> dict:  # fmt: skip
         from keras_s2s.decoding.ctc_lm import lm_decoder
 
-        decoder = lm_decoder(model.vocabulary, lm, alpha, beta, beam_width)
+        decoder = lm_decoder(model.vocabulary, lm, alpha, beta, beam_width, lexicon, oov_penalty)
         test = speech_test_split(card, data)
         return evaluate_speech(model, test, run_dir, beam_width=beam_width, lm=decoder)
 

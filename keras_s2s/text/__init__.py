@@ -17,6 +17,7 @@ _PUBLIC = {
     "CorpusError": "keras_s2s.text.corpus",
     "read_parallel": "keras_s2s.text.corpus",
     "speakable_sentences": "keras_s2s.text.english",
+    "general_word_frequencies": "keras_s2s.text.english",
     "normalize_text": "keras_s2s.text.normalization",
     "SubwordTokenizer": "keras_s2s.text.tokenizer",
 }

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import keras
 
+from keras_s2s.token_ids import EOS_ID
+
 DEFAULT_CHARACTERS = " 'abcdefghijklmnopqrstuvwxyz"
 
 
@@ -51,6 +53,10 @@ class CharVocabulary:
                 f"{text!r} has characters outside the vocabulary: {''.join(sorted(missing))!r}"
             )
         return [self._ids[c] for c in text]
+
+    def fragments(self) -> list[str]:
+        """The text each class id adds (id 0, the blank: nothing): a CTC decoder's spelling table."""
+        return ["", *self.characters]
 
     def decode(self, ids) -> str:
         """Text of ids (0 = blank and padding are dropped; no CTC collapsing here)."""
@@ -99,6 +105,14 @@ class SubwordVocabulary:
 
     def unknown(self, text: str) -> set[str]:
         return set()  # every character maps to a piece or to <unk>
+
+    def fragments(self) -> list[str]:
+        """The text each class id adds: its piece, with SentencePiece's word mark as a space (the
+        blank and the special pieces: nothing)."""
+        pieces = self.tokenizer.pieces()
+        return [
+            "" if i <= EOS_ID else piece.replace("\u2581", " ") for i, piece in enumerate(pieces)
+        ]
 
     def encode(self, text: str) -> list[int]:
         return self.tokenizer.tokenize([normalize_transcript(text)])[0]

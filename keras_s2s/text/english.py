@@ -26,6 +26,7 @@ import unicodedata
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from keras_s2s.files import read_text
 from keras_s2s.text.characters import normalize_transcript
 from keras_s2s.text.normalization import normalize_text
 
@@ -204,3 +205,38 @@ def speakable_sentences(paths: Iterable[str | Path]) -> Iterator[tuple[str, str]
             if pair is not None and pair[1] not in seen:
                 seen.add(pair[1])
                 yield pair
+
+
+def general_word_frequencies(source: str, characters: str = " 'abcdefghijklmnopqrstuvwxyz") -> dict:
+    """{word: its share of general English text} for a word LM's vocabulary (`KneserNeyLM.with_words`),
+    only words spelled with `characters`: `wordfreq:N` (the N most frequent English words of the
+    `wordfreq` package, `pip install wordfreq`), or a TSV file of `word<TAB>share` lines.
+
+    Example:
+        >>> general_word_frequencies("wordfreq:100000")["misanthrope"]
+        1.58e-07
+    """
+    allowed = set(characters) - {" "}
+    if source.startswith("wordfreq:"):
+        count = source.split(":", 1)[1]
+        if not count.isdigit() or int(count) < 1:
+            raise ValueError(f"{source}: wordfreq:N needs a count of words, e.g. wordfreq:100000")
+        try:
+            import wordfreq
+        except ImportError:
+            raise ImportError(
+                f"{source}: the wordfreq package is not installed (pip install wordfreq)"
+            ) from None
+        words = wordfreq.top_n_list("en", int(count))
+        table = {w: wordfreq.word_frequency(w, "en") for w in words}
+    else:
+        table = {}
+        for number, line in enumerate(read_text(source).splitlines(), 1):
+            fields = line.split("\t")
+            try:
+                table[fields[0]] = float(fields[1])
+            except (IndexError, ValueError):
+                raise ValueError(
+                    f"{source}:{number}: not a 'word<TAB>share' line: {line[:60]!r}"
+                ) from None
+    return {w: f for w, f in table.items() if w and set(w) <= allowed}
