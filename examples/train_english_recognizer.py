@@ -24,10 +24,11 @@ time budget, the card's `training.time_limit`, counts over restarts):
             sentences (those not in WORK/corpus) 45% by flite, 30% by Festival, the rest by
             eSpeak NG -> WORK/corpus-more; WORK/training trains on both and holds out
             WORK/corpus's valid and test splits
-3. lm       a 3-gram Kneser-Ney word LM of WORK/corpus's training transcripts (trigrams seen twice)
+3. lm       a 3-gram Kneser-Ney word LM of WORK/corpus's training transcripts (trigrams seen twice),
+            and the same knowing the 100,000 most frequent English words (wordfreq) as unigrams
 4. train    `keras_s2s.train(CARD, data="WORK/training", ...)` in WORK/run-CARD (the card's
             time budget, over restarts; validated by greedy WER, the best epoch kept)
-5. tune     the LM weight and word bonus on the validation split
+5. tune     the LM weight and word bonus, then which LM and lexicon penalty, on the validation split
 6. evaluate greedy, beam and beam + LM on the held-out eSpeak test split -> WORK/run-CARD/results.json
 7. preset   WORK/CARD.tar.gz: float16 weights and the LM (lm.arpa.gz), with its sha256
 
@@ -56,7 +57,7 @@ from keras_s2s.presets import (
     save_to_preset,
     sha256_of,
 )
-from keras_s2s.text import speakable_sentences
+from keras_s2s.text import general_word_frequencies, speakable_sentences
 
 STAGES = ("text", "corpus", "lm", "train", "tune", "evaluate", "preset")
 DEBIAN_DESCRIPTIONS = (
@@ -65,6 +66,8 @@ DEBIAN_DESCRIPTIONS = (
 BIBLE_MODULE = "engWEB2015eb"  # the World English Bible, Debian package sword-text-web
 KJV_MODULE = "engKJV2006eb"  # the King James Version, Debian package sword-text-kjv
 ALPHAS, BETAS = (0.1, 0.2, 0.4, 0.7), (0.5, 1.5, 3.0)
+OOV_PENALTIES = (-2.5, -5.0, -10.0)  # ln cost of a word outside the lexicon, tried on validation
+GENERAL_WORDS = "wordfreq:100000"  # general English words the LM knows as unigrams
 # flite and Festival voices that speak 25% and 15% of the training sentences; flite's slt,
 # Festival's ked and slt and the Pico voices are kept for examples/unseen_voice_check.py
 FLITE_VOICES, FLITE_SHARE = ["kal", "kal16", "awb", "rms"], 0.25
@@ -126,16 +129,21 @@ def _dictionary(name: str) -> bytes:
     return gzip.decompress(path.read_bytes())  # dictzip is gzip with an index
 
 
-def lm_stage(corpus: Path, work: Path) -> Path:
-    """A 3-gram LM of the training transcripts (never the validation or test ones)."""
-    arpa = work / "lm" / "english-3gram.arpa"
-    if not arpa.is_file():
-        arpa.parent.mkdir(parents=True, exist_ok=True)
+def lm_stage(corpus: Path, work: Path) -> dict[str, Path]:
+    """3-gram LMs of the training transcripts (never the validation or test ones): `corpus`, of
+    their words only, and `general`, which also knows GENERAL_WORDS as unigrams."""
+    folder = work / "lm"
+    arpas = {"corpus": folder / "english-3gram.arpa", "general": folder / "general-3gram.arpa"}
+    if not all(path.is_file() for path in arpas.values()):
+        folder.mkdir(parents=True, exist_ok=True)
         sentences = [u.transcript for u in read_manifest(corpus / "train.csv", check_files=False)]
         lm = KneserNeyLM.estimate(sentences, order=3, prune=(1, 2))
-        lm.write_arpa(arpa)
-        print(f"wrote {arpa} from {len(sentences):,} training sentences")
-    return arpa
+        lm.write_arpa(arpas["corpus"])
+        lm.with_words(general_word_frequencies(GENERAL_WORDS)).write_arpa(arpas["general"])
+        print(
+            f"wrote {', '.join(map(str, arpas.values()))} from {len(sentences):,} training sentences"
+        )
+    return arpas
 
 
 def transcribe_split(model, corpus: Path, split: str, lm=None, beam_width: int = 1, limit=None):
@@ -144,46 +152,68 @@ def transcribe_split(model, corpus: Path, split: str, lm=None, beam_width: int =
     return error_rates(hypotheses, [u.transcript for u in utterances]), hypotheses
 
 
-def tune_stage(model, corpus: Path, arpa: Path, run: Path, limit: int = 150) -> dict:
-    """The LM weight and word bonus with the lowest WER on (part of) the validation split."""
+def tune_stage(model, corpus: Path, arpas: dict, run: Path, limit: int = 150) -> dict:
+    """The LM weight and word bonus with the lowest WER on (part of) the validation split, then which
+    LM (`arpas`: name -> ARPA file; the first one is used for the weights) and lexicon penalty
+    (none, or the LM's words at each of OOV_PENALTIES) with them."""
     path = run / "tuned.json"
     if path.is_file():
         return json.loads(path.read_text())
     utterances = read_manifest(corpus / "valid.csv")[:limit]
     frames = model.log_probabilities([u.path for u in utterances])  # once for the whole grid
     references = [u.transcript for u in utterances]
+
+    def wer(arpa, **settings) -> float:
+        decoder = LMDecoder(model.vocabulary, arpa, beam_width=16, **settings)
+        return error_rates([decoder.decode_one(f) for f in frames], references)["wer"]
+
+    first = next(iter(arpas.values()))
     scores = []
     for alpha in ALPHAS:
         for beta in BETAS:
-            decoder = LMDecoder(model.vocabulary, arpa, alpha=alpha, beta=beta, beam_width=16)
-            rates = error_rates([decoder.decode_one(f) for f in frames], references)
-            scores.append({"alpha": alpha, "beta": beta, "wer": rates["wer"]})
-            print(f"valid alpha {alpha} beta {beta}: WER {rates['wer']:.2f}%")
-    best = min(scores, key=lambda s: s["wer"])
-    path.write_text(json.dumps({"best": best, "grid": scores}, indent=1))
+            scores.append({"alpha": alpha, "beta": beta, "wer": wer(first, alpha=alpha, beta=beta)})
+            print(f"valid alpha {alpha} beta {beta}: WER {scores[-1]['wer']:.2f}%")
+    best = dict(min(scores, key=lambda s: s["wer"]), lm=next(iter(arpas)), lexicon=False)
+    weights = {"alpha": best["alpha"], "beta": best["beta"]}
+    searches = []
+    for name, arpa in arpas.items():
+        for penalty in (None, *OOV_PENALTIES):
+            lexicon = {} if penalty is None else {"lexicon": True, "oov_penalty": penalty}
+            searches.append({"lm": name, **weights, "lexicon": penalty is not None, **lexicon,
+                             "wer": wer(arpa, **weights, **lexicon)})  # fmt: skip
+            print(f"valid {name} LM, lexicon {penalty}: WER {searches[-1]['wer']:.2f}%")
+    best = min(searches, key=lambda s: s["wer"])
+    path.write_text(json.dumps({"best": best, "grid": scores, "searches": searches}, indent=1))
     return json.loads(path.read_text())
 
 
-def evaluate_stage(model, corpus: Path, arpa: Path, tuned: dict, run: Path) -> dict:
+def tuned_search(model, arpas: dict, tuned: dict, beam_width: int = 32) -> LMDecoder:
+    """The LM search `tune_stage` chose."""
+    best = tuned["best"]
+    settings = {k: best[k] for k in ("alpha", "beta", "lexicon", "oov_penalty") if k in best}
+    return LMDecoder(model.vocabulary, arpas[best.get("lm", "corpus")], beam_width=beam_width,
+                     **settings)  # fmt: skip
+
+
+def evaluate_stage(model, corpus: Path, arpas: dict, tuned: dict, run: Path) -> dict:
     path = run / "results.json"
     if path.is_file():
         return json.loads(path.read_text())
-    alpha, beta = tuned["best"]["alpha"], tuned["best"]["beta"]
     results = {}
     for name, kwargs in (
         ("greedy", {}),
         ("beam 8", {"beam_width": 8}),
-        ("beam 32 + LM", {"lm": LMDecoder(model.vocabulary, arpa, alpha=alpha, beta=beta)}),
+        ("beam 32 + LM (tuned)", {"lm": tuned_search(model, arpas, tuned)}),
     ):
         rates, _ = transcribe_split(model, corpus, "test", **kwargs)
         results[name] = rates
         print(f"test {name}: WER {rates['wer']:.2f}%  CER {rates['cer']:.2f}%")
-    results["lm"] = {"alpha": alpha, "beta": beta}
+    results["lm"] = tuned["best"]
     path.write_text(json.dumps(results, indent=1))
     return results
 
 
-def preset_stage(run: Path, arpa: Path, corpus: Path, tuned: dict, work: Path, card: str) -> None:
+def preset_stage(run: Path, arpas: dict, corpus: Path, tuned: dict, work: Path, card: str) -> None:
     """The run's preset with float16 weights and the LM (`lm.arpa.gz`) as WORK/CARD.tar.gz;
     prints its sha256 and size for the card, and the WER of the packed weights."""
     archive, folder = work / f"{card}.tar.gz", work / card
@@ -195,10 +225,16 @@ def preset_stage(run: Path, arpa: Path, corpus: Path, tuned: dict, work: Path, c
     metadata.pop("weights_dtype", None)
     metadata.update(
         trained_by="python examples/train_english_recognizer.py",
-        lm={"file": "lm.arpa.gz", **tuned["best"]},
+        lm={
+            "file": "lm.arpa.gz",
+            "beam_width": 32,
+            **{k: v for k, v in tuned["best"].items() if k not in ("lm", "wer")},
+        },  # fmt: skip
     )
     save_to_preset(load_preset_directory(run / "preset"), folder, metadata, weights_dtype="float16")
-    KneserNeyLM.read_arpa(arpa).write_arpa(folder / "lm.arpa.gz")
+    KneserNeyLM.read_arpa(arpas[tuned["best"].get("lm", "corpus")]).write_arpa(
+        folder / "lm.arpa.gz"
+    )
     sha256 = pack_preset(folder, archive)
     packed = load_preset(str(archive), sha256)
     rates, _ = transcribe_split(packed, corpus, "test", limit=200)
@@ -261,7 +297,7 @@ def main() -> None:
     training = combine_corpora(work / "training", corpus, [more_speech])
     if stop < STAGES.index("lm"):
         return
-    arpa = lm_stage(corpus, work)
+    arpas = lm_stage(corpus, work)
     if stop < STAGES.index("train"):
         return
     overrides = {"training.time_limit": args.time_limit} if args.time_limit else {}
@@ -275,11 +311,11 @@ def main() -> None:
     if stop < STAGES.index("tune"):
         return
     model = keras_s2s.load_model(run)
-    tuned = tune_stage(model, corpus, arpa, run)
+    tuned = tune_stage(model, corpus, arpas, run)
     if stop >= STAGES.index("evaluate"):
-        evaluate_stage(model, corpus, arpa, tuned, run)
+        evaluate_stage(model, corpus, arpas, tuned, run)
     if stop >= STAGES.index("preset"):
-        preset_stage(run, arpa, corpus, tuned, work, args.card)
+        preset_stage(run, arpas, corpus, tuned, work, args.card)
 
 
 if __name__ == "__main__":

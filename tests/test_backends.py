@@ -388,8 +388,15 @@ def test_speech_commands_run_without_tensorflow(tmp_path, capsys, monkeypatch):
     one_device = ["--precision", "float32", "--strategy", "default"]  # 12 utterances: no even split
     assert cli.main([*train, str(asr), *recognizer, *one_device]) == 0
     assert "held-out WER" in capsys.readouterr().out
+    history = json.loads((asr / "history.json").read_text())
+    assert 0 <= history["val_wer"][0] <= 100, "validated by greedy WER on this backend too"
     assert cli.main(["evaluate", "--model", str(asr), "--beam-width", "2"]) == 0
     assert (asr / "eval-beam2.json").is_file()
+    (tmp_path / "lm.txt").write_text("the red dog runs\nthe old cat sleeps\n")
+    lm = ["--lm", str(tmp_path / "lm.arpa"), "--lexicon", "--beam-width", "4"]
+    assert cli.main(["lm", "--text", str(tmp_path / "lm.txt"), "--out", lm[1]]) == 0
+    assert cli.main(["evaluate", "--model", str(asr), *lm]) == 0, "the lexicon-held LM search"
+    assert json.loads((asr / "eval-beam4.json").read_text())["lm"] == lm[1]
     wav = str(next((tmp_path / "home" / "demo-speech").rglob("*.wav")))
     capsys.readouterr()
     assert cli.main(["transcribe", "--model", str(asr), wav]) == 0

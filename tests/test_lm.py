@@ -236,3 +236,28 @@ def test_general_words_join_the_lm_as_unigrams_and_every_context_still_sums_to_o
     assert lm.with_words({"the": 0.5}) is lm
     with pytest.raises(ValueError, match="add up to"):
         lm.with_words({"zebra": 0.7, "okapi": 0.6})
+
+
+def test_general_words_come_from_wordfreq_or_a_file_and_the_lm_command_adds_them(tmp_path, capsys):
+    from keras_s2s.cli import main
+    from keras_s2s.text.english import general_word_frequencies
+
+    pytest.importorskip("wordfreq")
+    common = general_word_frequencies("wordfreq:2000")
+    assert 1500 < len(common) <= 2000 and common["the"] > common["house"] > 0
+    assert all(set(w) <= set("'abcdefghijklmnopqrstuvwxyz") for w in common)
+    (tmp_path / "words.tsv").write_text("zebra\t0.001\ncafé\t0.001\nokapi\t0.0002\n")
+    assert general_word_frequencies(str(tmp_path / "words.tsv")) == {"zebra": 0.001, "okapi": 0.0002}
+    (tmp_path / "bad.tsv").write_text("zebra 0.001\n")
+    with pytest.raises(ValueError, match=r"bad.tsv:1: not a 'word<TAB>share' line"):
+        general_word_frequencies(str(tmp_path / "bad.tsv"))
+    with pytest.raises(ValueError, match="wordfreq:N needs a count"):
+        general_word_frequencies("wordfreq:many")
+    (tmp_path / "lm.txt").write_text("the cat sat\nthe dog ran\n")
+    out = tmp_path / "lm.arpa"
+    args = ["lm", "--text", str(tmp_path / "lm.txt"), "--out", str(out), "--order", "2"]
+    assert main([*args, "--general-words", str(tmp_path / "words.tsv")]) == 0
+    assert ("zebra",) in KneserNeyLM.read_arpa(out).probabilities[0]
+    out.unlink()
+    assert main([*args, "--general-words", str(tmp_path / "bad.tsv")]) == 2
+    assert "bad.tsv:1" in capsys.readouterr().err and not out.exists(), "refused before the work"
