@@ -247,7 +247,10 @@ def test_general_words_come_from_wordfreq_or_a_file_and_the_lm_command_adds_them
     assert 1500 < len(common) <= 2000 and common["the"] > common["house"] > 0
     assert all(set(w) <= set("'abcdefghijklmnopqrstuvwxyz") for w in common)
     (tmp_path / "words.tsv").write_text("zebra\t0.001\ncafé\t0.001\nokapi\t0.0002\n")
-    assert general_word_frequencies(str(tmp_path / "words.tsv")) == {"zebra": 0.001, "okapi": 0.0002}
+    assert general_word_frequencies(str(tmp_path / "words.tsv")) == {
+        "zebra": 0.001,
+        "okapi": 0.0002,
+    }
     (tmp_path / "bad.tsv").write_text("zebra 0.001\n")
     with pytest.raises(ValueError, match=r"bad.tsv:1: not a 'word<TAB>share' line"):
         general_word_frequencies(str(tmp_path / "bad.tsv"))
