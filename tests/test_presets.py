@@ -498,8 +498,7 @@ def test_a_recognizer_preset_with_a_word_lm_transcribes_from_the_command_line(
     clip = str(tmp_path / "dog.wav")
     assert model.transcribe([clip]) == model.transcribe([clip], lm=model.default_decoder())
     assert model.default_decoder() is model.default_decoder(), "built once"
-    for lighter in (["--no-lm"], ["--no-lm", "--beam-width", "4"], ["--beam-width", "4"],
-                    ["--no-lexicon"]):  # fmt: skip
+    for lighter in (["--no-lm", "--beam-width", "4"], ["--beam-width", "4", "--no-lexicon"]):
         assert main([*args, *lighter]) == 0, lighter
         assert capsys.readouterr().out.strip() == text
     assert main([*args, "--no-lm", "--lm", "preset"]) == 2
