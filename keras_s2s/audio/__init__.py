@@ -1,4 +1,5 @@
-"""Audio: reading and writing sound files, features (log-mel, MFCC, spectrogram), augmentation, manifests.
+"""Audio: reading and writing sound files, features (log-mel, MFCC, spectrogram), augmentation, manifests,
+long recordings read a block at a time and cut at pauses.
 
 The names below load on first use; none of them starts TensorFlow.
 
@@ -21,6 +22,9 @@ _PUBLIC = {
     "combine_corpora": "keras_s2s.audio.manifest",
     "read_manifest": "keras_s2s.audio.manifest",
     "write_manifest": "keras_s2s.audio.manifest",
+    "audio_seconds": "keras_s2s.audio.segments",
+    "pieces_at_pauses": "keras_s2s.audio.segments",
+    "stream_audio": "keras_s2s.audio.segments",
 }
 
 __all__ = sorted(_PUBLIC)
