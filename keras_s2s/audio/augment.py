@@ -26,7 +26,10 @@ Every function takes float32 NumPy samples (or features) and a
 it inside `tf.data` (beside reading the audio), the other backends in the
 `keras.utils.PyDataset` of `speech.py`. The STFT is TensorFlow's
 (`tf.signal.stft` with `pad_end`, periodic Hann; `inverse_stft` with its
-window normalization), written out here.
+window normalization), written out here, with `scipy.fft` (librosa's
+dependency): on batches of frames numpy's FFT is up to 7x slower (500 frames
+of 512: 2.2 ms against 0.31 ms, numpy 2.4), and on two cores the input
+pipeline shares the CPU with the model.
 
 Example:
     >>> rng = np.random.default_rng(0)
@@ -82,6 +85,13 @@ def check_augment(settings: dict) -> dict:
     return settings
 
 
+def _fft():
+    """`scipy.fft`, imported on first use (it comes with the audio extra's librosa)."""
+    import scipy.fft
+
+    return scipy.fft
+
+
 def _hann(frame: int) -> np.ndarray:
     """The periodic Hann window (`tf.signal.hann_window`)."""
     return (0.5 - 0.5 * np.cos(2.0 * np.pi * np.arange(frame) / frame)).astype(np.float32)
@@ -94,7 +104,7 @@ def stft(audio: np.ndarray, frame: int = 512, hop: int = 128) -> np.ndarray:
     padded = np.zeros((count - 1) * hop + frame, np.float32)
     padded[: len(audio)] = audio
     frames = np.lib.stride_tricks.sliding_window_view(padded, frame)[::hop]
-    return np.fft.rfft(frames * _hann(frame), axis=1)
+    return _fft().rfft(frames * _hann(frame), axis=1)
 
 
 def inverse_stft(spectrum: np.ndarray, frame: int = 512, hop: int = 128) -> np.ndarray:
@@ -105,7 +115,7 @@ def inverse_stft(spectrum: np.ndarray, frame: int = 512, hop: int = 128) -> np.n
     overlaps = frame // hop
     window = _hann(frame)
     window = window / np.tile(np.square(window).reshape(overlaps, hop).sum(0), overlaps)
-    frames = np.fft.irfft(spectrum, frame, axis=1).astype(np.float32) * window
+    frames = _fft().irfft(spectrum, frame, axis=1).astype(np.float32) * window
     count = len(frames)
     out = np.zeros((count - 1) * hop + frame, np.float32)
     for part in range(overlaps):  # each hop-long slice of every frame lands `part` hops in
@@ -170,14 +180,16 @@ def add_noise(audio: np.ndarray, min_snr_db: float, max_snr_db: float, rng) -> n
     """Add white noise at a random signal-to-noise ratio in [min_snr_db, max_snr_db] dB."""
     snr = rng.uniform(min_snr_db, max_snr_db)
     noise_rms = np.sqrt(np.mean(np.square(audio)) + 1e-12) / 10.0 ** (snr / 20.0)
-    return (audio + noise_rms * rng.standard_normal(len(audio))).astype(np.float32)
+    noise = rng.standard_normal(len(audio), dtype=np.float32)
+    return audio + np.float32(noise_rms) * noise
 
 
 def warp_vocal_tract(
     audio: np.ndarray, low: float, high: float, rng, frame: int = 512, hop: int = 128
 ) -> np.ndarray:
     """Vocal-tract-length perturbation: the short-time spectrum's frequency axis warped by a random
-    factor in [low, high] (piecewise linear, Nyquist stays in place), the phase kept."""
+    factor in [low, high] (piecewise linear, Nyquist stays in place), the phase kept (each bin
+    scaled by its new magnitude over its old: no angle, cos or sin to compute)."""
     alpha = rng.uniform(low, high)
     spectrum = stft(audio, frame, hop)
     bins = frame // 2 + 1
@@ -194,8 +206,9 @@ def warp_vocal_tract(
     right = np.minimum(left + 1, bins - 1)
     weight = (source - left).astype(np.float32)
     magnitude = np.abs(spectrum)
-    magnitude = magnitude[:, left] * (1.0 - weight) + magnitude[:, right] * weight
-    return inverse_stft(_polar(magnitude, np.angle(spectrum)), frame, hop)[: len(audio)]
+    warped = magnitude[:, left] * (1.0 - weight) + magnitude[:, right] * weight
+    spectrum *= warped / np.maximum(magnitude, np.float32(1e-12))
+    return inverse_stft(spectrum, frame, hop)[: len(audio)]
 
 
 def _sometimes(probability: float, change, audio: np.ndarray, rng) -> np.ndarray:
@@ -214,27 +227,32 @@ def reverberate(
     random RT60 in [low, high] seconds, starting 2-10 ms later; loudness kept."""
     rt60 = rng.uniform(low_rt60, high_rt60)
     length = max(int(high_rt60 * sample_rate), 2)
-    time = np.arange(length) / sample_rate
+    time = np.arange(length, dtype=np.float32) / np.float32(sample_rate)
     delay = rng.uniform(0.002, 0.010)
-    tail = rng.standard_normal(length) * np.exp(-6.908 * time / max(rt60, 1e-3))
+    decay = np.float32(-6.908 / max(rt60, 1e-3))
+    tail = rng.standard_normal(length, dtype=np.float32) * np.exp(decay * time)
     tail *= (time >= delay) & (time < rt60)
     # direct-to-reverberant energy ratio between 0 and 10 dB
     ratio = 10.0 ** (rng.uniform(0.0, 10.0) / 10.0)
-    tail *= np.sqrt(1.0 / (ratio * np.sum(np.square(tail)) + 1e-12))
+    tail *= np.float32(np.sqrt(1.0 / (ratio * np.sum(np.square(tail)) + 1e-12)))
     tail[0] = 1.0
-    size = 1 << (len(audio) + length - 1).bit_length()
-    wet = np.fft.irfft(np.fft.rfft(audio, size) * np.fft.rfft(tail, size), size)
+    fft = _fft()
+    size = fft.next_fast_len(len(audio) + length - 1, real=True)
+    wet = fft.irfft(fft.rfft(audio, size) * fft.rfft(tail, size), size)
     return _same_loudness(wet[: len(audio)], audio)
 
 
 def band_limit(audio: np.ndarray, sample_rate: int, rng) -> np.ndarray:
-    """Keep a random pass band: from 50-400 Hz up to 3-7.5 kHz (no higher than Nyquist)."""
-    spectrum = np.fft.rfft(audio)
+    """Keep a random pass band: from 50-400 Hz up to 3-7.5 kHz (no higher than Nyquist). One FFT
+    of the whole signal, zero-padded to a fast length (a prime length is 10x slower)."""
+    fft = _fft()
+    size = fft.next_fast_len(len(audio), real=True)
+    spectrum = fft.rfft(audio, size)
     frequencies = np.linspace(0.0, sample_rate / 2.0, len(spectrum))
     low = rng.uniform(50.0, 400.0)
     high = min(rng.uniform(3000.0, 7500.0), 0.95 * sample_rate / 2.0)
     keep = (frequencies >= low) & (frequencies <= high)
-    return _same_loudness(np.fft.irfft(spectrum * keep, len(audio)), audio)
+    return _same_loudness(fft.irfft(spectrum * keep, size)[: len(audio)], audio)
 
 
 def mu_law_codec(audio: np.ndarray, bits: int = 8) -> np.ndarray:

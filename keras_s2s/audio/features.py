@@ -146,8 +146,10 @@ class FeatureExtractor:
         window = 0.5 - 0.5 * np.cos(
             2 * np.pi * np.arange(self.window) / self.window
         )  # periodic Hann
-        power = np.abs(np.fft.rfft(frames * window.astype(np.float32), n=self.n_fft, axis=1)) ** 2
-        power = power.astype(np.float32)
+        import scipy.fft  # several times numpy's speed on batches of frames (see augment.py)
+
+        spectrum = scipy.fft.rfft(frames * window.astype(np.float32), n=self.n_fft, axis=1)
+        power = np.square(np.abs(spectrum)).astype(np.float32)
         if self.kind == "spectrogram":
             features = np.log(power + np.float32(self.log_floor))
         else:
