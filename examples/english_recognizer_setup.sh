@@ -12,4 +12,4 @@ voices="us1 us2 us3 en1 af1 de1 de2 de3 de4 de5 de6 fr1 fr4 gr2 hu1 nl2 pl1 ro1 
 apt-get install -y lz4 sword-text-web sword-text-kjv dict-jargon dict-foldoc diatheke \
   espeak-ng mbrola $(printf 'mbrola-%s ' $voices) \
   flite festival festvox-kallpc16k festvox-rablpc16k festvox-kdlpc16k festvox-us-slt-hts \
-  libttspico-utils
+  rhvoice rhvoice-english libttspico-utils

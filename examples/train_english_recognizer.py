@@ -22,8 +22,9 @@ time budget, the card's `training.time_limit`, counts over restarts):
             range), a quarter of the training sentences by flite's kal, kal16, awb and rms,
             15% by Festival's diphone voices kal and rab -> WORK/corpus; the training-only
             sentences (those not in WORK/corpus) 45% by flite, 30% by Festival, the rest by
-            eSpeak NG -> WORK/corpus-more; WORK/training trains on both and holds out
-            WORK/corpus's valid and test splits
+            eSpeak NG -> WORK/corpus-more; 10,000 of WORK/corpus's training sentences again,
+            by RHVoice's voices alan, bdl, clb, evgeniy-eng and lyubov -> WORK/corpus-rhvoice;
+            WORK/training trains on all three and holds out WORK/corpus's valid and test splits
 3. lm       a 3-gram Kneser-Ney word LM of WORK/corpus's training transcripts (trigrams seen twice),
             and the same knowing the 100,000 most frequent English words (wordfreq) as unigrams
 4. train    `keras_s2s.train(CARD, data="WORK/training", ...)` in WORK/run-CARD (the card's
@@ -39,6 +40,7 @@ independent evaluation.
 import argparse
 import gzip
 import json
+import random
 import shutil
 import subprocess
 from pathlib import Path
@@ -74,6 +76,10 @@ FLITE_VOICES, FLITE_SHARE = ["kal", "kal16", "awb", "rms"], 0.25
 FESTIVAL_VOICES, FESTIVAL_SHARE = ["kal_diphone", "rab_diphone"], 0.15
 # the training-only sentences are spoken mostly by the other synthesizers: more of their words
 MORE_FLITE_SHARE, MORE_FESTIVAL_SHARE = 0.45, 0.30
+# RHVoice's statistical voices (two of them women: the corpus's other synthesizers have almost
+# none) say this many of the corpus's training sentences a second time; its slt is the speaker of
+# the unseen flite and Festival slt voices and stays out
+RHVOICE_VOICES, RHVOICE_SENTENCES = ["alan", "bdl", "clb", "evgeniy-eng", "lyubov"], 10_000
 
 
 def text_stage(work: Path) -> tuple[list[Path], list[Path]]:
@@ -272,7 +278,7 @@ def main() -> None:
         return
     sentences = list(speakable_sentences(corpus_texts))
     print(f"{len(sentences):,} speakable sentences")
-    corpus = EnglishSpeech(
+    speech = EnglishSpeech(
         sentences,
         num_valid=500,
         num_test=500,
@@ -280,7 +286,8 @@ def main() -> None:
         flite_share=FLITE_SHARE,
         festival_voices=FESTIVAL_VOICES,
         festival_share=FESTIVAL_SHARE,
-    ).build(work / "corpus", workers=args.workers, progress=True)
+    )
+    corpus = speech.build(work / "corpus", workers=args.workers, progress=True)
     known = {transcript for _, transcript in sentences}
     more = [pair for pair in speakable_sentences(training_texts) if pair[1] not in known]
     print(f"{len(more):,} more speakable sentences, for training only")
@@ -294,7 +301,16 @@ def main() -> None:
         festival_voices=FESTIVAL_VOICES,
         festival_share=MORE_FESTIVAL_SHARE,
     ).build(work / "corpus-more", workers=args.workers, progress=True)
-    training = combine_corpora(work / "training", corpus, [more_speech])
+    trained = [(r.said, r.transcript) for r in speech.plan()["train"]]
+    rhvoice_speech = EnglishSpeech(
+        random.Random(2).sample(trained, RHVOICE_SENTENCES),
+        num_valid=0,
+        num_test=0,
+        seed=2,
+        rhvoice_voices=RHVOICE_VOICES,
+        rhvoice_share=1.0,
+    ).build(work / "corpus-rhvoice", workers=args.workers, progress=True)
+    training = combine_corpora(work / "training", corpus, [more_speech, rhvoice_speech])
     if stop < STAGES.index("lm"):
         return
     arpas = lm_stage(corpus, work)

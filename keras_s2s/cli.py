@@ -262,6 +262,11 @@ def _speech_corpus_arguments(corpus) -> None:
                              "--festival-share of the training sentences (Debian's festival)")  # fmt: skip
     corpus.add_argument("--festival-share", type=_finite, default=0.0,
                         help="share of training sentences spoken by Festival (default 0)")  # fmt: skip
+    corpus.add_argument("--rhvoice-voices", nargs="+", default=[], metavar="VOICE",
+                        help="RHVoice voices (alan, bdl, clb, evgeniy-eng, lyubov, slt) that speak "
+                             "--rhvoice-share of the training sentences (Debian's rhvoice-english)")  # fmt: skip
+    corpus.add_argument("--rhvoice-share", type=_finite, default=0.0,
+                        help="share of training sentences spoken by RHVoice (default 0)")  # fmt: skip
 
 
 def _encode_arguments(encode) -> None:
@@ -590,6 +595,8 @@ def _speech_corpus(args) -> None:
         flite_share=args.flite_share,
         festival_voices=args.festival_voices,
         festival_share=args.festival_share,
+        rhvoice_voices=args.rhvoice_voices,
+        rhvoice_share=args.rhvoice_share,
     )
     folder = corpus.build(args.out, workers=args.workers, progress=True)
     print(f"wrote {folder}: train.csv, valid.csv, test.csv")

@@ -390,6 +390,85 @@ def test_real_festival_voices_speak_english():
     assert np.abs(slow).max() > 0.05
 
 
+FAKE_RHVOICE = """\
+#!{python}
+# RHVoice-test as far as the corpus builder uses it: -p VOICE -r RATE% -t PITCH% -o WAV, the text on
+# stdin (a sine at 1.2 x PITCH Hz lasting 0.5 s x 100 / RATE, at 24 kHz; 'mumble' fails)
+import math, struct, sys, wave
+args = sys.argv[1:]
+option = lambda flag: args[args.index(flag) + 1]
+if "mumble" in sys.stdin.read():
+    sys.exit("RHVoice: cannot say that")
+rate, seconds, f0 = 24000, 50 / float(option("-r")), 1.2 * float(option("-t"))
+with wave.open(option("-o"), "wb") as out:
+    out.setnchannels(1); out.setsampwidth(2); out.setframerate(rate)
+    out.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * f0 * i / rate)))
+                             for i in range(int(rate * seconds))))
+"""
+
+
+@pytest.fixture
+def fake_rhvoice(tmp_path, monkeypatch):
+    """An `RHVoice-test` command on PATH with the English voices clb and bdl (and a Russian one)."""
+    from keras_s2s.corpora import rhvoice
+
+    for voice, language in (("clb", "English"), ("bdl", "English"), ("anna", "Russian")):
+        (tmp_path / "voices" / voice).mkdir(parents=True)
+        info = f"name={voice.title()}\nlanguage={language}\ngender=female\n"
+        (tmp_path / "voices" / voice / "voice.info").write_text(info)
+    monkeypatch.setattr(rhvoice, "VOICES", tmp_path / "voices")
+    yield from _fake_command(tmp_path / "bin", monkeypatch, "RHVoice-test", FAKE_RHVOICE, rhvoice)
+
+
+def test_rhvoice_speaks_at_the_drawn_rate_and_pitch_and_refuses_a_voice_it_lacks(fake_rhvoice):
+    from keras_s2s.corpora.rhvoice import RHVoiceError, rhvoice_voices, synthesize_rhvoice
+
+    assert rhvoice_voices() == ["bdl", "clb"], "English voices only"
+    samples, rate = synthesize_rhvoice("a red dog", "clb", words_per_minute=85, pitch=100)
+    assert rate == 24000 and len(samples) == 24000, "half RHVoice's pace: twice as long"
+    spectrum = np.abs(np.fft.rfft(samples))
+    assert abs(np.argmax(spectrum) * rate / len(samples) - 240) <= 2, "pitch 100: 200%"
+    samples, _ = synthesize_rhvoice("a red dog", "bdl", words_per_minute=170, pitch=50)
+    assert len(samples) == 12000
+    with pytest.raises(RHVoiceError, match="no English voice 'anna'; it has bdl, clb"):
+        synthesize_rhvoice("a red dog", "anna")
+    with pytest.raises(RHVoiceError, match="produced no audio for 'mumble'"):
+        synthesize_rhvoice("mumble", "clb")
+
+
+def test_rhvoice_voices_speak_their_share_of_training_sentences_only(fake_rhvoice, tmp_path):
+    from keras_s2s.corpora.english_speech import speak
+
+    plan = tiny(rhvoice_voices=["clb", "bdl"], rhvoice_share=0.5).plan()
+    trained = [r.voice for r in plan["train"]]
+    assert 2 <= sum(v.startswith("rhvoice-") for v in trained) <= 9
+    assert not [r for r in plan["test"] + plan["valid"] if r.voice.startswith("rhvoice-")]
+    mixed = tiny(rhvoice_voices=["clb"], rhvoice_share=0.5, flite_voices=[], flite_share=0.0)
+    assert mixed.settings()["rhvoice_share"] == 0.5
+    assert "rhvoice_share" not in tiny().settings(), "corpora built before RHVoice stay resumable"
+    with pytest.raises(ValueError, match=r"rhvoice voices \['slt'\] are not installed"):
+        tiny(rhvoice_voices=["slt"], rhvoice_share=0.5)
+    with pytest.raises(ValueError, match=r"festival_share \+ rhvoice_share must be at most 1"):
+        tiny(rhvoice_voices=["clb"], rhvoice_share=0.6, festival_share=0.6,
+             festival_voices=["kal_diphone"])  # fmt: skip
+    _, _, spoken = speak(Rendition("mumble.", "mumble", "rhvoice-clb", 160, 40, None))
+    assert spoken.voice == "en-US" and spoken.pitch_range == 50, "a failing RHVoice call"
+    folder = tiny(rhvoice_voices=["bdl"], rhvoice_share=1.0).build(tmp_path / "corpus", workers=2)
+    assert set(voices_of(folder, "train").values()) == {"rhvoice-bdl"}
+    assert read_audio(folder / read_manifest(folder / "train.csv")[0].path, 16000).size > 0
+
+
+def test_real_rhvoice_voices_speak_english():
+    from keras_s2s.corpora.rhvoice import rhvoice_voices, synthesize_rhvoice
+
+    if not {"clb", "bdl"} <= set(rhvoice_voices()):
+        pytest.skip("needs Debian's rhvoice and rhvoice-english (non-free)")
+    slow, rate = synthesize_rhvoice("the red dog runs home", "clb", words_per_minute=120)
+    fast, _ = synthesize_rhvoice("the red dog runs home", "bdl", words_per_minute=220)
+    assert rate == 24000 and 0.6 < len(fast) / rate < len(slow) / rate < 4
+    assert np.abs(slow).max() > 0.05
+
+
 def _shard_rows(folder, split):
     return [
         row

@@ -18,7 +18,10 @@ drawn from every English voice eSpeak NG offers:
   see `flite.py`), another synthesizer's idea of a voice; with probability
   `festival_share`, by one of `festival_voices` (Debian's `festival`: the
   diphone voices `kal_diphone` and `rab_diphone`, see `festival.py`; a
-  shard's Festival sentences are spoken by one Festival process). Held-out
+  shard's Festival sentences are spoken by one Festival process); with
+  probability `rhvoice_share`, by one of `rhvoice_voices` (Debian's
+  `rhvoice-english`: statistical voices of US, Scottish and Russian-accented
+  men and women, see `rhvoice.py`). Held-out
   sentences stay eSpeak NG's, so their scores measure eSpeak speech.
 
 Held-out sentences (`test`, `valid`) never occur in training.
@@ -68,6 +71,8 @@ from keras_s2s.corpora.festival import FestivalError, synthesize_festival
 from keras_s2s.corpora.festival import festival_voices as festival_voices_here
 from keras_s2s.corpora.flite import flite_voices as flite_voices_here
 from keras_s2s.corpora.flite import synthesize_flite
+from keras_s2s.corpora.rhvoice import rhvoice_voices as rhvoice_voices_here
+from keras_s2s.corpora.rhvoice import synthesize_rhvoice
 from keras_s2s.files import atomic_write, read_text
 from keras_s2s.text.corpus import CorpusError
 
@@ -125,6 +130,8 @@ class EnglishSpeech:
             sentences (default: none).
         festival_voices: Festival voices (`kal_diphone`, `rab_diphone`, ...) that speak
             `festival_share` of the training sentences (default: none).
+        rhvoice_voices: RHVoice voices (`clb`, `bdl`, ...) that speak `rhvoice_share` of the
+            training sentences (default: none).
     """
 
     def __init__(
@@ -146,6 +153,8 @@ class EnglishSpeech:
         flite_share: float = 0.0,
         festival_voices: list[str] | None = None,
         festival_share: float = 0.0,
+        rhvoice_voices: list[str] | None = None,
+        rhvoice_share: float = 0.0,
     ):
         transcripts = [t for _, t in sentences]
         if len(set(transcripts)) != len(transcripts):
@@ -158,19 +167,22 @@ class EnglishSpeech:
                 f"{len(sentences)} sentences leave none for training after {num_valid} valid and "
                 f"{num_test} test ones"
             )
-        shares = (("mbrola_share", mbrola_share), ("flite_share", flite_share))
-        for name, share in (*shares, ("festival_share", festival_share)):
+        shares = {"flite": flite_share, "festival": festival_share, "rhvoice": rhvoice_share}
+        for name, share in (("mbrola", mbrola_share), *shares.items()):
             if not 0 <= share <= 1:
-                raise ValueError(f"{name} must be a share in [0, 1], got {share!r}")
-        if flite_share + festival_share > 1:
-            raise ValueError(
-                f"flite_share + festival_share must be at most 1, got {flite_share + festival_share}"
-            )
+                raise ValueError(f"{name}_share must be a share in [0, 1], got {share!r}")
+        if sum(shares.values()) > 1:
+            used = " + ".join(f"{name}_share" for name, share in shares.items() if share)
+            raise ValueError(f"{used} must be at most 1, got {sum(shares.values())}")
         self.flite_voices = _voices_to_draw("flite", flite_voices, flite_share, flite_voices_here)
         self.festival_voices = _voices_to_draw(
             "festival", festival_voices, festival_share, festival_voices_here
         )
+        self.rhvoice_voices = _voices_to_draw(
+            "rhvoice", rhvoice_voices, rhvoice_share, rhvoice_voices_here
+        )
         self.flite_share, self.festival_share = flite_share, festival_share
+        self.rhvoice_share = rhvoice_share
         if not isinstance(shard_size, int) or shard_size < 1:
             raise ValueError(f"shard_size must be a count >= 1, got {shard_size!r}")
         for name, (low, high), limits in (
@@ -222,7 +234,7 @@ class EnglishSpeech:
             "mbrola_share": self.mbrola_share,
             "version": 2,
         }
-        for engine in ("flite", "festival"):  # only when used: older corpora stay resumable
+        for engine in COMMAND_ENGINES:  # only when used: older corpora stay resumable
             if getattr(self, f"{engine}_share"):
                 settings[f"{engine}_voices"] = getattr(self, f"{engine}_voices")
                 settings[f"{engine}_share"] = getattr(self, f"{engine}_share")
@@ -248,14 +260,14 @@ class EnglishSpeech:
         self, said: str, transcript: str, rng: random.Random, training: bool
     ) -> Rendition:
         words_per_minute, pitch = rng.randint(*self.words_per_minute), rng.randint(*self.pitch)
-        if training and (self.flite_share or self.festival_share):
-            draw = rng.random()  # one draw picks flite, Festival or neither
-            if draw < self.flite_share:
-                voice = f"flite-{rng.choice(self.flite_voices)}"
-                return Rendition(said, transcript, voice, words_per_minute, pitch, None)
-            if draw < self.flite_share + self.festival_share:
-                voice = f"festival-{rng.choice(self.festival_voices)}"
-                return Rendition(said, transcript, voice, words_per_minute, pitch, None)
+        if training and any(getattr(self, f"{engine}_share") for engine in COMMAND_ENGINES):
+            draw = rng.random()  # one draw picks flite, Festival, RHVoice or none of them
+            for engine in COMMAND_ENGINES:
+                share = getattr(self, f"{engine}_share")
+                if draw < share:
+                    voice = f"{engine}-{rng.choice(getattr(self, f'{engine}_voices'))}"
+                    return Rendition(said, transcript, voice, words_per_minute, pitch, None)
+                draw -= share
         if self.mbrola_share and rng.random() < self.mbrola_share:
             return Rendition(
                 said, transcript, rng.choice(self.mbrola_voices), words_per_minute, pitch, None
@@ -340,8 +352,13 @@ def _read_record(record: Path) -> dict:
     return kept
 
 
-BY_COMMAND = ("mb-", "flite-", "festival-")  # voice prefixes of the synthesizers run as commands
-INSTALL = {"flite": "flite", "festival": "festival festvox-kallpc16k festvox-rablpc16k"}
+COMMAND_ENGINES = ("flite", "festival", "rhvoice")  # other synthesizers, drawn for training only
+BY_COMMAND = ("mb-", "flite-", "festival-", "rhvoice-")  # voice prefixes of those run as commands
+INSTALL = {
+    "flite": "flite",
+    "festival": "festival festvox-kallpc16k festvox-rablpc16k",
+    "rhvoice": "rhvoice rhvoice-english",
+}
 
 
 def _voices_to_draw(engine: str, voices, share: float, installed) -> list[str]:
@@ -378,12 +395,13 @@ def plain_rendition(rendition: Rendition) -> Rendition:
 def speak(rendition: Rendition):
     """(float32 samples, rate, the rendition spoken) of a rendition: MBROLA voices through Debian's
     `espeak-ng` command, flite voices (`flite-awb`) through `flite`, Festival voices
-    (`festival-rab_diphone`) through `festival`, the others through the pip library; an MBROLA,
-    flite or Festival failure falls back to `plain_rendition`."""
+    (`festival-rab_diphone`) through `festival`, RHVoice voices (`rhvoice-clb`) through
+    `RHVoice-test`, the others through the pip library; a failure of any of those commands falls
+    back to `plain_rendition`."""
     if rendition.voice.startswith(BY_COMMAND):
         try:
             return (*_speak_by_command(rendition), rendition)
-        except SpeechSynthesisError as error:  # FliteError and FestivalError are ones
+        except SpeechSynthesisError as error:  # FliteError, FestivalError, RHVoiceError are ones
             log.warning("%s; speaking it with the plain voice instead", error)
             rendition = plain_rendition(rendition)
     samples, rate = synthesize(
@@ -397,13 +415,15 @@ def speak(rendition: Rendition):
 
 
 def _speak_by_command(rendition: Rendition):
-    """(samples, rate) of an MBROLA, flite or Festival voice, through Debian's `espeak-ng`, `flite`
-    or `festival`."""
+    """(samples, rate) of an MBROLA, flite, Festival or RHVoice voice, through Debian's `espeak-ng`,
+    `flite`, `festival` or `RHVoice-test`."""
     said, words_per_minute, pitch = rendition.said, rendition.words_per_minute, rendition.pitch
     if rendition.voice.startswith("flite-"):
         return synthesize_flite(said, rendition.voice[len("flite-") :], words_per_minute, pitch)
     if rendition.voice.startswith("festival-"):
         return synthesize_festival([_festival_request(rendition)])[0]
+    if rendition.voice.startswith("rhvoice-"):
+        return synthesize_rhvoice(said, rendition.voice[len("rhvoice-") :], words_per_minute, pitch)
     return synthesize_mbrola(said, rendition.voice, words_per_minute, pitch)
 
 
