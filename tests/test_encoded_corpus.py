@@ -129,3 +129,20 @@ def test_encode_keeps_what_is_there_and_leaves_nothing_half_written(
     args = ["encode", "--data", str(corpus), "--out", str(out), "--vocab-size", "150"]
     assert cli.main(args) == 1
     assert not out.exists() and list(tmp_path.iterdir()) == [], "no folder, no staging left"
+
+
+def test_a_run_on_an_encoded_folder_resumes_with_the_same_command(encoded, tmp_path):
+    """The folder fixes the vocabulary settings the run records in card.yaml; a rerun after a stop
+    compares them with the card's unset ones only through the folder, so it resumes."""
+    import shutil
+
+    run = tmp_path / "run"
+    command = ["train", "gnmt_demo", "--data", str(encoded), "--epochs", "2"]
+    command += ["--set", "training.steps_per_epoch=2"]
+    assert cli.main([*command, "--out", str(run)]) == 0
+    trained = sorted(p.name for p in (run / "checkpoints").glob("epoch-*.weights.h5"))
+    shutil.rmtree(run / "preset")  # stopped before the finish: what a kill leaves
+    (run / "model.keras").unlink()
+    assert cli.main([*command, "--out", str(run)]) == 0
+    assert (run / "preset").is_dir()
+    assert sorted(p.name for p in (run / "checkpoints").glob("epoch-*.weights.h5")) == trained

@@ -50,6 +50,16 @@ def is_encoded_corpus(source) -> bool:
     return isinstance(source, (str, Path)) and (Path(source) / MANIFEST).is_file()
 
 
+# the data settings an encoded folder fixes (its tokenizer's): a run on it records the folder's
+FOLDER_SETTINGS = ("tokenization", "shared_vocabulary", "vocab_size", "source_vocab_size")
+
+
+def settings_of_folder(source) -> set[str]:
+    """The data settings that come from `source` rather than from the card: `FOLDER_SETTINGS` for an
+    encoded corpus, none otherwise."""
+    return set(FOLDER_SETTINGS) if is_encoded_corpus(source) else set()
+
+
 def _rows(flat: np.ndarray, lengths: np.ndarray) -> list[list[int]]:
     ids, ends = flat.tolist(), np.cumsum(lengths).tolist()
     return [ids[end - length : end] for end, length in zip(ends, lengths.tolist())]

@@ -16,6 +16,7 @@ from keras_s2s.backend import tf
 from keras_s2s.config import FITTABLE
 from keras_s2s.corpora.translation_demo import DemoCorpus
 from keras_s2s.data.encoded import (
+    FOLDER_SETTINGS,
     check_out_folder,
     is_encoded_corpus,
     read_encoded_splits,
@@ -267,9 +268,9 @@ def _encoded_tokenizer(folder, run_tokenizer):
             f"{folder}: this encoded corpus's tokenizer is not the run's; a run continues on the "
             "corpus (and vocabulary) it started with"
         )
-    settings = {key: manifest[key] for key in ("tokenization", "shared_vocabulary", "vocab_size")}
-    if not manifest["shared_vocabulary"]:
-        settings["source_vocab_size"] = manifest["source_vocab_size"]
+    settings = {key: manifest[key] for key in FOLDER_SETTINGS if key in manifest}
+    if manifest["shared_vocabulary"]:
+        settings.pop("source_vocab_size", None)
     log.info(
         "encoded corpus %s: %s training pairs as token ids, %s vocabulary of %d pieces",
         folder,

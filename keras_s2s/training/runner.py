@@ -44,6 +44,7 @@ from keras_s2s import tasks, zoo
 from keras_s2s.backend import is_tensorflow, outside_distribution, tensorflow_available
 from keras_s2s.cards import Card
 from keras_s2s.config import check_count, parse_duration
+from keras_s2s.data.encoded import settings_of_folder
 from keras_s2s.data.fitting import settings_to_fit
 from keras_s2s.distribution import describe_strategy, get_strategy, is_chief, is_multiworker
 from keras_s2s.files import atomic_write, run_lock
@@ -120,10 +121,12 @@ def check_run_dir(out: Path, card) -> None:
     except (yaml.YAMLError, UnicodeDecodeError) as error:
         raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
     current = _flatten(card.to_dict())
-    fitted = settings_to_fit(card.data.get("source"), card.data.get("fit_to_corpus"))
+    source = card.data.get("source")
+    fitted = settings_to_fit(source, card.data.get("fit_to_corpus")) | settings_of_folder(source)
     for card_keys in (saved, current):
         card_keys.pop("training.time_limit", None)  # a budget may be raised on resume
-        # chosen from the corpus when the run began (the same corpus: the same choice)
+        # chosen from the corpus when the run began (the same corpus: the same choice), or an
+        # encoded folder's (its tokenizer is checked against the run's when the data are read)
         for key in fitted:
             card_keys.pop(f"data.{key}", None)
     changed = [
