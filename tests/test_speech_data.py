@@ -75,6 +75,19 @@ def test_read_audio_resamples_and_names_bad_files(tmp_path):
     write_wav(tmp_path / "silent.wav", np.zeros(800, np.float32), 16000)
     with pytest.raises(AudioError, match="silent.wav: the audio is silent throughout"):
         read_audio(tmp_path / "silent.wav")
+    import soundfile
+
+    from keras_s2s.audio.segments import stream_audio
+
+    for value in (np.nan, np.inf):  # a float WAV can hold them; they made an empty transcript
+        damaged = tone(rate=8000)
+        damaged[4000:4003] = value
+        soundfile.write(tmp_path / "nan.wav", damaged, 8000, subtype="FLOAT")
+        message = r"nan.wav: 3 sample\(s\) are not numbers \(NaN or infinite\), the first at 0.50 s"
+        with pytest.raises(AudioError, match=message):
+            read_audio(tmp_path / "nan.wav")
+        with pytest.raises(AudioError, match=message):
+            list(stream_audio(tmp_path / "nan.wav"))
 
 
 def test_manifests_in_several_dialects_and_their_errors(tmp_path):

@@ -2,7 +2,8 @@
 
 `read_audio` returns float32 mono samples in [-1, 1] at the requested rate,
 resampling (librosa, soxr) when the file's rate differs. Every problem is an
-`AudioError` that names the file: missing, unreadable or not audio, empty, or
+`AudioError` that names the file: missing, unreadable or not audio, empty,
+with samples that are not numbers (NaN or infinite: a damaged float WAV), or
 silent throughout.
 
 Example:
@@ -48,6 +49,20 @@ def resample(samples: np.ndarray, rate: int, target_rate: int) -> np.ndarray:
     )
 
 
+def check_finite(
+    samples: np.ndarray, path: Path, offset_seconds: float = 0.0, rate: int = 1
+) -> None:
+    """Refuse samples that are NaN or infinite (a float WAV can hold them; the features would be
+    NaN and the transcript empty): an `AudioError` naming the file and where the first one is."""
+    bad = ~np.isfinite(samples)
+    if bad.any():
+        first = offset_seconds + int(np.argmax(bad)) / rate
+        raise AudioError(
+            f"{path}: {int(bad.sum()):,} sample(s) are not numbers (NaN or infinite), the first at "
+            f"{first:.2f} s: the file is damaged"
+        )
+
+
 def read_audio(path: str | Path, sample_rate: int = 16000) -> np.ndarray:
     """Float32 mono samples of an audio file, resampled to `sample_rate`."""
     path = Path(path)
@@ -61,6 +76,7 @@ def read_audio(path: str | Path, sample_rate: int = 16000) -> np.ndarray:
     if samples.shape[0] == 0:
         raise AudioError(f"{path}: the file holds no audio samples")
     samples = samples.mean(axis=1)  # mono
+    check_finite(samples, path, rate=rate)
     if not np.any(samples):
         raise AudioError(f"{path}: the audio is silent throughout")
     return resample(samples, rate, sample_rate)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from keras_s2s.audio.io import AudioError, _soundfile, require_audio_extra
+from keras_s2s.audio.io import AudioError, _soundfile, check_finite, require_audio_extra
 
 BLOCK_SECONDS = 30.0
 QUIET_WINDOW_SECONDS = 0.1
@@ -60,8 +60,11 @@ def stream_audio(path: str | Path, sample_rate: int = 16000) -> Iterator[np.ndar
             soxr = require_audio_extra("soxr")
             resampler = soxr.ResampleStream(sound.samplerate, sample_rate, 1, dtype="float32")
         block = max(1, int(BLOCK_SECONDS * sound.samplerate))
-        for samples in sound.blocks(blocksize=block, dtype="float32", always_2d=True):
+        for index, samples in enumerate(
+            sound.blocks(blocksize=block, dtype="float32", always_2d=True)
+        ):
             mono = samples.mean(axis=1)
+            check_finite(mono, path, index * block / sound.samplerate, sound.samplerate)
             yield resampler.resample_chunk(mono, last=False) if resampler else mono
         if resampler:
             yield resampler.resample_chunk(np.zeros(0, np.float32), last=True)
