@@ -387,6 +387,14 @@ def load_card(path: str | Path, overrides: dict[str, Any] | None = None) -> Card
     card = validate(raw, str(path), lines)  # the card itself, with line numbers
     if overrides:
         card = validate(
-            apply_overrides(raw, overrides), f"{path} (with overrides {overrides})", path=str(path)
+            apply_overrides(raw, overrides),
+            f"{path} (with overrides {_shortened(overrides)})",
+            path=str(path),
         )
     return card
+
+
+def _shortened(value, limit: int = 200) -> str:
+    """`repr(value)`, cut to `limit` characters (a pasted value can be megabytes long)."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text):,} characters)"

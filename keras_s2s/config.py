@@ -70,13 +70,19 @@ def _expanded_values(root) -> int:
 def safe_load(text: str, source: str = "YAML"):
     """Parse YAML text safely (no code, no custom tags; a CardError naming `source` when aliases
     would expand it beyond `MAX_YAML_VALUES` values, before anything is expanded)."""
-    root = yaml.compose(text, Loader=CardLoader)
-    if root is not None and (values := _expanded_values(root)) > MAX_YAML_VALUES:
+    try:
+        root = yaml.compose(text, Loader=CardLoader)
+        if root is not None and (values := _expanded_values(root)) > MAX_YAML_VALUES:
+            raise CardError(
+                f"{source}: its aliases (*name) expand it to {values:,} values, more than the "
+                f"{MAX_YAML_VALUES:,} a card may hold; write the values out, or use fewer aliases"
+            )
+        return yaml.load(text, Loader=CardLoader)
+    except RecursionError:  # the YAML reader recurses once per level
         raise CardError(
-            f"{source}: its aliases (*name) expand it to {values:,} values, more than the "
-            f"{MAX_YAML_VALUES:,} a card may hold; write the values out, or use fewer aliases"
-        )
-    return yaml.load(text, Loader=CardLoader)
+            f"{source}: nested too deeply (lists or mappings inside each other hundreds of "
+            "levels deep); a card needs a few"
+        ) from None
 
 
 def check_count(name: str, value, minimum: int = 1) -> int:
@@ -131,7 +137,7 @@ def parse_override(text: str) -> tuple[str, Any]:
         raise CardError(f"override '{text}' must look like key=value, e.g. units=256")
     key, value = text.split("=", 1)
     try:
-        parsed = safe_load(value) if value.strip() else ""
+        parsed = safe_load(value, f"--set {key.strip()}") if value.strip() else ""
     except yaml.YAMLError as exc:
         raise CardError(f"override '{text}': value is not valid YAML ({exc})") from None
     return key.strip(), parsed

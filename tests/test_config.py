@@ -253,6 +253,27 @@ def test_an_alias_bomb_is_refused_before_it_expands_and_a_small_alias_still_work
     assert load_card(write(tmp_path / "small.yaml", small)).training["lr_floor"] == 0.002
 
 
+def test_a_card_or_override_nested_thousands_deep_is_refused_by_name(tmp_path, capsys):
+    """The YAML reader recurses once per level: a RecursionError traceback before."""
+    from keras_s2s.cli import main
+
+    deep = "[" * 3000 + "]" * 3000
+    nested = "{a: " * 3000 + "1" + "}" * 3000
+    for name, value in (("lists", deep), ("maps", nested)):
+        card = write(tmp_path / f"{name}.yaml", f"base: gnmt_demo\nmodel:\n  units: {value}\n")
+        with pytest.raises(CardError, match=f"{name}.yaml: nested too deeply"):
+            load_card(card)
+    run = tmp_path / "run"
+    assert main(["train", "gnmt_demo", "--set", f"model.units={deep}", "--out", str(run)]) == 2
+    assert "--set model.units: nested too deeply" in capsys.readouterr().err
+    assert not run.exists(), "nothing written"
+    long_value = "[" + ", ".join(["1"] * 5000) + "]"
+    assert (
+        main(["train", "gnmt_demo", "--set", f"model.units={long_value}", "--out", str(run)]) == 2
+    )
+    assert "characters)" in capsys.readouterr().err.split("):")[0], "the echoed override is cut"
+
+
 def test_a_card_takes_only_its_tasks_data_keys(tmp_path, capsys):
     """A speech key on a translation card was a TypeError traceback when the data loaded: each task
     owns its data schema, and a key of another task is refused by file, line and the valid keys."""

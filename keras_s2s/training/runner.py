@@ -118,7 +118,7 @@ def check_run_dir(out: Path, card) -> None:
         return
     try:
         saved = _flatten(yaml.safe_load(saved_path.read_text()) or {})
-    except (yaml.YAMLError, UnicodeDecodeError) as error:
+    except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
         raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
     current = _flatten(card.to_dict())
     source = card.data.get("source")
