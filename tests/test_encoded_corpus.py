@@ -131,6 +131,28 @@ def test_encode_keeps_what_is_there_and_leaves_nothing_half_written(
     assert not out.exists() and list(tmp_path.iterdir()) == [], "no folder, no staging left"
 
 
+@pytest.mark.parametrize(
+    "size, message",
+    [(3, "above the 4 reserved ids .*, got 3"), (5, "vocab_size 5 is too small .* use at least")],
+)
+def test_a_vocabulary_too_small_for_the_corpus_is_named_and_nothing_is_written(
+    corpus, tmp_path, capsys, size, message
+):
+    """SentencePiece's INTERNAL RuntimeError traceback before, on encode and train alike."""
+    import re
+
+    out = tmp_path / "out"
+    assert (
+        cli.main(["encode", "--data", str(corpus), "--out", str(out), "--vocab-size", str(size)])
+        == 2
+    )
+    assert re.search(message, capsys.readouterr().err) and not out.exists()
+    run = ["train", "gnmt_demo", "--data", str(corpus), "--set", f"data.vocab_size={size}"]
+    assert cli.main([*run, "--out", str(tmp_path / "run")]) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert list(tmp_path.iterdir()) == [], "no run folder left behind"
+
+
 def test_a_run_on_an_encoded_folder_resumes_with_the_same_command(encoded, tmp_path):
     """The folder fixes the vocabulary settings the run records in card.yaml; a rerun after a stop
     compares them with the card's unset ones only through the folder, so it resumes."""

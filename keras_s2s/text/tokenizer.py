@@ -52,6 +52,31 @@ class _JointVocabulary:
         return [i for i in row if i > EOS_ID or i == UNK_ID]
 
 
+RESERVED_IDS = (PAD_ID, UNK_ID, BOS_ID, EOS_ID)  # ids 0-3: no vocabulary of 4 or fewer pieces
+
+
+def _train_sentencepiece(texts, longest, model, vocab_size, model_type, max_sentences) -> None:
+    """Train a SentencePiece model of `texts` into the file object `model`."""
+    spm.SentencePieceTrainer.train(
+        # SentencePiece skips longer texts silently (and fails when it skipped them all)
+        max_sentence_length=max(4192, min(longest, MAX_TEXT_BYTES)),
+        sentence_iterator=iter(texts),
+        model_writer=model,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        pad_id=PAD_ID,
+        unk_id=UNK_ID,
+        bos_id=BOS_ID,
+        eos_id=EOS_ID,
+        character_coverage=1.0,
+        hard_vocab_limit=False,
+        input_sentence_size=max_sentences,
+        shuffle_input_sentence=False,  # sampled above, reproducibly
+        num_threads=1,
+        minloglevel=2,
+    )
+
+
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class SubwordTokenizer(_JointVocabulary):
     """SentencePiece tokenizer (unigram or BPE) with fixed special ids.
@@ -90,27 +115,26 @@ class SubwordTokenizer(_JointVocabulary):
                 f"cannot train a tokenizer: every text is over {MAX_TEXT_BYTES:,} bytes (the longest "
                 f"{longest:,}); is the corpus one sentence per line?"
             )
+        reserved = len(RESERVED_IDS)
+        if not isinstance(vocab_size, int) or vocab_size <= reserved:
+            raise ValueError(
+                f"vocab_size must be a whole number above the {reserved} reserved ids (padding, "
+                f"unknown, start, end), got {vocab_size!r}"
+            )
         if len(texts) > max_sentences:
             texts = random.Random(0).sample(texts, max_sentences)
         model = io.BytesIO()
-        spm.SentencePieceTrainer.train(
-            # SentencePiece skips longer texts silently (and fails when it skipped them all)
-            max_sentence_length=max(4192, min(longest, MAX_TEXT_BYTES)),
-            sentence_iterator=iter(texts),
-            model_writer=model,
-            vocab_size=vocab_size,
-            model_type=model_type,
-            pad_id=PAD_ID,
-            unk_id=UNK_ID,
-            bos_id=BOS_ID,
-            eos_id=EOS_ID,
-            character_coverage=1.0,
-            hard_vocab_limit=False,
-            input_sentence_size=max_sentences,
-            shuffle_input_sentence=False,  # sampled above, reproducibly
-            num_threads=1,
-            minloglevel=2,
-        )
+        try:
+            _train_sentencepiece(texts, longest, model, vocab_size, model_type, max_sentences)
+        except RuntimeError as error:  # SentencePiece's INTERNAL errors name its own source lines
+            if "smaller than required_chars" not in str(error):
+                raise
+            characters = len({c for t in texts for c in t if not c.isspace()})
+            raise ValueError(
+                f"vocab_size {vocab_size} is too small for this corpus: every one of its "
+                f"{characters} distinct characters needs a piece, besides the {reserved} reserved "
+                f"ids; use at least {characters + reserved + 1}"
+            ) from None
         return cls(model.getvalue())
 
     @property
