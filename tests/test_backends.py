@@ -433,6 +433,27 @@ def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_d
         np.testing.assert_allclose(one, two, atol=1e-5)
 
 
+def test_mirrored_runs_on_the_devices_named_and_refuses_one_that_is_not_here():
+    """JAX dropped `--devices` (a run asked for /gpu:3 trained on the CPU, exit 0)."""
+    from keras_s2s.distribution.strategies import describe_strategy, get_strategy
+
+    one = get_strategy("mirrored", devices=["/cpu:1"])
+    assert describe_strategy(one) == "1 replica(s)"
+    if BACKEND == "jax":
+        import jax
+
+        with one.scope():
+            weight = keras.Variable(np.zeros(4, "float32"))
+        assert weight.value.devices() == {jax.devices("cpu")[1]}, "the weights live on cpu:1"
+    else:
+        assert one.extended.worker_devices[0].endswith("CPU:1")
+    assert describe_strategy(get_strategy("auto", devices=["/cpu:0", "/cpu:1"])) == "2 replica(s)"
+    with pytest.raises(ValueError, match="device '/gpu:3' does not exist here"):
+        get_strategy("mirrored", devices=["/gpu:3"])
+    with pytest.raises(ValueError, match="devices repeat"):
+        get_strategy("mirrored", devices=["/cpu:1", "/cpu:1"])
+
+
 @pytest.mark.parametrize("rate", [0.1, 0.5])
 def test_the_16_bit_dropout_keeps_the_right_fraction_scales_and_redraws(rate):
     """The bit-drawing Dropout on this backend (TensorFlow's and JAX's own paths): the keep

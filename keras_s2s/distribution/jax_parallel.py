@@ -84,12 +84,38 @@ def join_workers() -> int:
     return jax.process_count()
 
 
-def distribution_for(name, where="the card") -> KerasDistribution:
-    """The `KerasDistribution` for a strategy name (`auto`, `default`, `mirrored`, `multiworker`)."""
+def _jax_device_name(device: str) -> str:
+    """`/gpu:3`, `GPU:3`, `/job:localhost/replica:0/task:0/device:GPU:3` -> `gpu:3` (Keras's names)."""
+    return device.rsplit("device:", 1)[-1].lstrip("/").lower()
+
+
+def chosen_devices(devices: list[str]) -> list[str]:
+    """Keras's names of `devices` (TensorFlow-style names accepted); a ValueError naming a device
+    this process does not have, as TensorFlow's strategies refuse it (JAX would run elsewhere)."""
+    known = keras.distribution.list_devices()
+    names = [_jax_device_name(device) for device in devices]
+    for given, name in zip(devices, names):
+        if name not in known:
+            raise ValueError(
+                f"device {given!r} does not exist here; this process has {', '.join(known)}"
+            )
+    if len(set(names)) != len(names):
+        raise ValueError(f"devices repeat: {', '.join(devices)}")
+    return names
+
+
+def distribution_for(name, where="the card", devices: list[str] | None = None) -> KerasDistribution:
+    """The `KerasDistribution` for a strategy name (`auto`, `default`, `mirrored`, `multiworker`);
+    `devices` (e.g. `["/gpu:0", "/gpu:1"]`): `mirrored` (and `auto` given several) over those only,
+    as on TensorFlow."""
     if isinstance(name, KerasDistribution):
         return name
     if name not in STRATEGIES:
         raise CardError(f"{where}: strategy must be one of {', '.join(STRATEGIES)}; got {name!r}")
+    if devices and (name == "mirrored" or (name == "auto" and len(devices) > 1)):
+        names = chosen_devices(devices)
+        log.info("strategy %s over %s", name, ", ".join(names))
+        return KerasDistribution(keras.distribution.DataParallel(devices=names), "mirrored")
     if name == "multiworker" or (name == "auto" and len(_tf_config_workers()) > 1):
         processes = join_workers()
         devices = keras.distribution.list_devices()

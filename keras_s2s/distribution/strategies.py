@@ -80,7 +80,7 @@ def get_strategy(
     if not is_tensorflow():  # JAX: keras.distribution behind the same surface
         from keras_s2s.distribution.jax_parallel import distribution_for
 
-        return distribution_for(name)
+        return distribution_for(name, devices=devices)
     if isinstance(name, (tf.distribute.Strategy, HybridParallel)):
         return name
     if name not in STRATEGIES:
