@@ -311,7 +311,7 @@ def test_the_free_space_check_expects_what_save_weights_writes(tmp_path):
 
 
 def test_a_second_train_on_the_same_out_is_refused_and_a_killed_runs_lock_blocks_nothing(
-    tmp_path, capsys
+    crashed_and_finished_run, tmp_path, capsys
 ):
     from keras_s2s.files import run_lock
 
@@ -331,11 +331,24 @@ def test_a_second_train_on_the_same_out_is_refused_and_a_killed_runs_lock_blocks
             capsys.readouterr().err
         )
         assert not (out / "card.yaml").exists(), "refused before writing anything"
+        finished = str(crashed_and_finished_run[0])
+        for command in (
+            ["average", "--model", finished, "--last", "2"],
+            ["evaluate", "--model", finished],
+        ):
+            assert main([*command, "--out", str(out)]) == 2, (
+                command
+            )  # replaced a training run's card
+            assert f"{out} is being written by keras-s2s train" in capsys.readouterr().err
+            assert sorted(p.name for p in out.iterdir()) == [".keras-s2s.lock"]
     finally:
         holder.kill()  # as SIGKILL leaves it: the lock file stays, naming a dead process
         holder.wait()
     with run_lock(out):  # the OS dropped the lock with the process
         assert f"PID {os.getpid()} " in (out / ".keras-s2s.lock").read_text()
+    (out / "card.yaml").write_text("name: a stopped run\n")
+    assert main(["average", "--model", str(crashed_and_finished_run[0]), "--out", str(out)]) == 2
+    assert "holds a run (its card.yaml); average into a new folder" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(

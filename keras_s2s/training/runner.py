@@ -517,9 +517,13 @@ def evaluate_run(
         run_dir = Path(run_dir)
         model = load_model(run_dir)
         out = run_dir if out is None else out
-    if out is not None:
-        out = Path(out)
-        out.mkdir(parents=True, exist_ok=True)
+    if out is None:  # a preset scored without --out: nothing is written
+        return _score(task, model, card, out, data, grid, decoding)
+    with run_lock(Path(out), "evaluate"):  # not into a run that a train or average writes
+        return _score(task, model, card, Path(out), data, grid, decoding)
+
+
+def _score(task, model, card, out, data, grid: bool, decoding: dict) -> dict:
     if grid:
         return task.decoding_grid(model, card, out, data)
     return task.evaluate_run(model, card, out, data, **decoding)
@@ -546,6 +550,8 @@ def average_checkpoints(
         )
     if (out / "model.keras").exists() or (out.exists() and not out.is_dir()):
         raise ValueError(f"{out} already holds a model.keras or is a file; choose another --out")
+    if (out / "card.yaml").exists():  # a run, maybe training or stopped: it could not resume
+        raise ValueError(f"{out} holds a run (its card.yaml); average into a new folder")
     if best is None:
         checkpoints = checkpoints[-last:]
     else:
@@ -571,10 +577,12 @@ def average_checkpoints(
         total = [t + v.numpy().astype("float64") for t, v in zip(total, model.weights)]
     for variable, summed in zip(model.weights, total):
         variable.assign((summed / len(checkpoints)).astype(variable.dtype))
-    out.mkdir(parents=True, exist_ok=True)
-    for path in [run_dir / "card.yaml", *run_dir.glob("tokenizer.*")]:
-        atomic_write(out / path.name, lambda p, path=path: p.write_bytes(path.read_bytes()))
-    atomic_write(out / "model.keras", model.save)
+    with run_lock(out, "average"):  # refused while another command writes `out`
+        if (out / "card.yaml").exists():  # written since the check above
+            raise ValueError(f"{out} holds a run (its card.yaml); average into a new folder")
+        for path in [run_dir / "card.yaml", *run_dir.glob("tokenizer.*")]:
+            atomic_write(out / path.name, lambda p, path=path: p.write_bytes(path.read_bytes()))
+        atomic_write(out / "model.keras", model.save)
     print(
         f"averaged {len(checkpoints)} checkpoints ({', '.join(p.name for p in checkpoints)}) "
         f"into {out / 'model.keras'}"
