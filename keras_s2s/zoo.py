@@ -235,7 +235,15 @@ def load_initial_weights(model: keras.Model, card: Card, source: str) -> None:
     if source.endswith(".weights.h5"):
         if not Path(source).is_file():
             raise FileNotFoundError(f"{source}: weights file not found (training.init_from)")
-        model.load_weights(source)
+        try:
+            model.load_weights(source)
+        except (
+            Exception
+        ) as error:  # h5py and Keras report a damaged or foreign file in several types
+            raise ValueError(
+                f"training.init_from {source}: does not load into this {card.name} "
+                f"({str(error).splitlines()[0][:200]})"
+            ) from None
         return
     from keras_s2s.presets import load_preset
 

@@ -679,6 +679,13 @@ def test_speech_recognizer_trains_evaluates_and_transcribes(tmp_path, capsys, mo
     assert f"starting from the weights of {out / 'preset'}" in capsys.readouterr().out
     assert one_step(tmp_path / "other", "--set", "prologue_channels=40") == 2
     assert "in the preset" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists(), "a failed start leaves no card or tokenizer"
+    (tmp_path / "damaged.weights.h5").write_bytes(b"\x89HDF\r\n not really")
+    damaged = f"training.init_from={tmp_path / 'damaged.weights.h5'}"
+    assert one_step(tmp_path / "third", "--set", damaged) == 2
+    error = capsys.readouterr().err
+    assert f"training.init_from {tmp_path / 'damaged.weights.h5'}: does not load into" in error
+    assert not (tmp_path / "third").exists()
 
     # beam search fused with a word LM, in evaluate and transcribe
     (tmp_path / "lm.txt").write_text("the red dog runs\nthe old cat sleeps\n")

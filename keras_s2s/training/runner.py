@@ -285,6 +285,10 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         card, task=task, policy=policy, strategy=strategy, **prepared.build_kwargs
     )
     check_step_memory(model, prepared.longest_batch, card.name, strategy.num_replicas_in_sync)
+    if card.training.get("init_from") and not _has_trained(out):  # a new run: a bad source leaves
+        with _weights_scope(model, strategy):  # nothing behind either
+            zoo.load_initial_weights(model, card, card.training["init_from"])
+        print(f"starting from the weights of {card.training['init_from']}")
     prepared.commit()  # only now: a card that cannot build a model (or fit in memory) leaves nothing
     per_epoch = _steps_per_epoch(card, prepared.num_train)
     epochs, steps_per_epoch, length = _run_length(card, per_epoch, epochs, steps)
@@ -377,16 +381,16 @@ def _callbacks(card, write_dir: Path, backup, best) -> list:
     return callbacks
 
 
+def _weights_scope(model, strategy):
+    """The strategy's scope, where weights are set (fit builds the optimizer's slots there)."""
+    return model.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
+
+
 def _resume(model, card, prepared: PreparedTask, strategy, backup) -> tuple[int, object]:
     """(the epochs an interrupted run had finished, 0 for a new one; the training data from where it
-    stopped). A new run starts from `training.init_from` when the card names it."""
-    # in the strategy's scope, as fit builds the optimizer's slots there
-    scope = model.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
-    with scope:
+    stopped)."""
+    with _weights_scope(model, strategy):
         initial_epoch = backup.restore(model)
-        if initial_epoch == 0 and card.training.get("init_from"):
-            zoo.load_initial_weights(model, card, card.training["init_from"])
-            print(f"starting from the weights of {card.training['init_from']}")
     if not backup.batches_seen or backup.training_over:
         return initial_epoch, prepared.train
     # the batches the interrupted run would have seen next (tf.data's skip, or BucketedBatches.skip):
