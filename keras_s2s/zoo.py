@@ -235,6 +235,7 @@ def load_initial_weights(model: keras.Model, card: Card, source: str) -> None:
     if source.endswith(".weights.h5"):
         if not Path(source).is_file():
             raise FileNotFoundError(f"{source}: weights file not found (training.init_from)")
+        _check_checkpoint_assets(model, card, Path(source))
         try:
             model.load_weights(source)
         except (
@@ -267,6 +268,46 @@ def load_initial_weights(model: keras.Model, card: Card, source: str) -> None:
                 f"{tuple(theirs.shape)} in the preset"
             )
     model.set_weights(donor.get_weights())
+
+
+def _check_checkpoint_assets(model: keras.Model, card: Card, path: Path) -> None:
+    """A checkpoint's run (the folder above its `checkpoints/` or `backup/`) must have this model's
+    architecture and vocabulary (a tokenizer of the same size learned on other text gives the ids
+    other meanings): a ValueError naming the checkpoint otherwise. A loose file cannot be checked."""
+    from keras_s2s.text.tokenizer import load_run_tokenizer
+
+    run = path.parent.parent if path.parent.name in ("checkpoints", "backup") else path.parent
+    if not (run / "card.yaml").is_file():
+        log.warning(
+            "training.init_from %s: no run folder (card.yaml) beside it, so its vocabulary cannot "
+            "be checked against this run's",
+            path,
+        )
+        return
+    donor = load_card(run / "card.yaml")
+    where = f"training.init_from {path}"
+    if donor.architecture != card.architecture:
+        raise ValueError(
+            f"{where}: a {donor.architecture} checkpoint, this run is {card.architecture}"
+        )
+    if getattr(model, "tokenizer", None) is not None:
+        data = donor.data
+        theirs = load_run_tokenizer(
+            run, data.get("tokenization", "sentencepiece"), data.get("shared_vocabulary", True)
+        )
+        if theirs.get_config() != model.tokenizer.get_config():
+            raise ValueError(
+                f"{where}: its run's tokenizer ({run}) is not this run's; the weights would mean "
+                "other pieces (train on the corpus it was learned on, or from its preset)"
+            )
+    vocabulary = getattr(model, "vocabulary", None)
+    if vocabulary is not None and donor.data.get("vocabulary", "characters") == "characters":
+        _, theirs = tasks.for_card(donor).assets(donor)
+        if theirs.get_config() != vocabulary.get_config():
+            raise ValueError(
+                f"{where}: its run's characters ({run / 'card.yaml'}) are not this run's; the "
+                "weights would mean other symbols"
+            )
 
 
 def _load_preset(card: Card, weights: str, strategy) -> keras.Model:

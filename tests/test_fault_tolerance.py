@@ -435,3 +435,24 @@ def test_a_folder_a_killed_process_was_building_is_removed_by_the_next_one(tmp_p
     )
     assert staging_folder(tmp_path / "preset") == tmp_path / f".tmp-preset-{os.getpid()}"
     assert [p.name for p in tmp_path.glob(".tmp-*")] == [alive.name], "the preset's leftover too"
+
+
+def test_init_from_a_checkpoint_checks_the_vocabulary_of_its_run(
+    crashed_and_finished_run, tmp_path, capsys
+):
+    """A checkpoint's same-size vocabulary learned on other text was accepted silently."""
+    import shutil
+
+    checkpoint = crashed_and_finished_run[0] / "checkpoints" / "epoch-001.weights.h5"
+    start = ["train", "gnmt", "--data", "demo", "--epochs", "1", *TINY]
+    start += ["--set", f"training.init_from={checkpoint}"]
+    assert main([*start, "--out", str(tmp_path / "same")]) == 0
+    assert f"starting from the weights of {checkpoint}" in capsys.readouterr().out
+    other = ["--set", "num_train=200"]  # another tokenizer: learned on other sentences
+    assert main([*start, *other, "--out", str(tmp_path / "other")]) == 2
+    assert f"training.init_from {checkpoint}: its run's tokenizer" in capsys.readouterr().err
+    assert not (tmp_path / "other").exists(), "nothing written"
+    loose = tmp_path / "loose.weights.h5"  # no run beside it: loaded, with a warning
+    shutil.copy(checkpoint, loose)
+    start[-1] = f"training.init_from={loose}"
+    assert main([*start, "--out", str(tmp_path / "loose")]) == 0
