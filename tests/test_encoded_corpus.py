@@ -107,6 +107,69 @@ def test_a_damaged_or_foreign_folder_is_refused_by_name(encoded, tmp_path):
         read_encoded_splits(damaged)
 
 
+def test_every_file_of_the_folder_is_verified_and_the_manifest_schema_checked(
+    corpus, encoded, tmp_path, capsys
+):
+    """Another folder's tokenizer, a test split cut in half, a manifest field removed or null, an
+    unknown tokenization, a truncated tokenizer: each trained or scored silently, or was a
+    KeyError, TypeError or SentencePiece traceback."""
+    import shutil
+
+    from keras_s2s.data.encoded import read_encoded_tokenizer
+    from keras_s2s.data.encoded import read_manifest as manifest_of
+
+    manifest = json.loads((encoded / MANIFEST).read_text())
+    assert set(manifest["sha256"]) == {TRAIN_FILE, "valid.tsv", "test.tsv", "tokenizer.model"}
+
+    def copy(name):
+        folder = tmp_path / name
+        shutil.copytree(encoded, folder)
+        return folder
+
+    foreign = copy("foreign")
+    other = tmp_path / "other-ids"
+    assert (
+        cli.main(["encode", "--data", str(corpus), "--out", str(other), "--vocab-size", "120"]) == 0
+    )
+    shutil.copy(other / "tokenizer.model", foreign / "tokenizer.model")
+    with pytest.raises(CorpusError, match="tokenizer.model: its sha256 differs"):
+        read_encoded_tokenizer(foreign, manifest_of(foreign))
+    half = copy("half")
+    lines = (half / "test.tsv").read_text().splitlines(keepends=True)
+    (half / "test.tsv").write_text("".join(lines[: len(lines) // 2]))
+    with pytest.raises(CorpusError, match="test.tsv: its sha256 differs"):
+        read_encoded_splits(half)
+    old = {**manifest, "sha256": {TRAIN_FILE: manifest["sha256"][TRAIN_FILE]}}  # before 2026-12-06
+    (half / MANIFEST).write_text(json.dumps(old))
+    with pytest.raises(CorpusError, match=r"test.tsv: 5 pairs, encoded.json says 10"):
+        read_encoded_splits(half)
+    truncated = copy("truncated")
+    (truncated / MANIFEST).write_text(json.dumps(old))
+    model = (truncated / "tokenizer.model").read_bytes()
+    (truncated / "tokenizer.model").write_bytes(model[: len(model) // 3])
+    with pytest.raises(CorpusError, match="tokenizer.model: not a readable sentencepiece"):
+        read_encoded_tokenizer(truncated, manifest_of(truncated))
+    for change, field in (
+        ({"tokenization": None}, "tokenization"),
+        ({"tokenization": "bpe"}, "tokenization"),
+        ({"pairs": {"train": 300}}, "pairs"),
+        ({"shared_vocabulary": "yes"}, "shared_vocabulary"),
+        ({"sha256": None}, "sha256"),
+    ):
+        (truncated / MANIFEST).write_text(json.dumps({**manifest, **change}))
+        with pytest.raises(CorpusError, match=f"encoded.json: its field '{field}' is"):
+            read_encoded_splits(truncated)
+    (truncated / MANIFEST).write_text(
+        json.dumps({k: v for k, v in manifest.items() if k != "vocab_size"})
+    )
+    assert (
+        cli.main(["train", "gnmt_demo", "--data", str(truncated), "--out", str(tmp_path / "r")])
+        == 2
+    )
+    assert "its field 'vocab_size' is 'missing'" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
 def test_encode_keeps_what_is_there_and_leaves_nothing_half_written(
     corpus, encoded, tmp_path, capsys, monkeypatch
 ):

@@ -37,7 +37,12 @@ import numpy as np
 from keras_s2s.data.batches import flat_rows
 from keras_s2s.files import staging_folder
 from keras_s2s.text.corpus import CorpusError, read_parallel
-from keras_s2s.text.tokenizer import TokenizerPair, load_run_tokenizer, save_run_tokenizer
+from keras_s2s.text.tokenizer import (
+    TOKENIZER_FILES,
+    TokenizerPair,
+    load_run_tokenizer,
+    save_run_tokenizer,
+)
 
 MANIFEST = "encoded.json"
 TRAIN_FILE = "train.ids.xz"
@@ -137,14 +142,65 @@ def _write_folder(tmp: Path, packed, arrays, valid, test, tokenizer, tokenizatio
         "shared_vocabulary": not isinstance(tokenizer, TokenizerPair),
         "vocab_size": tokenizer.vocab_size,
         "source_vocab_size": tokenizer.source_vocab_size,
-        "sha256": {TRAIN_FILE: hashlib.sha256(packed).hexdigest()},
+        # every file the folder holds (folders written before 2026-12-06 hash the first only)
+        "sha256": {
+            path.name: _sha256(path)
+            for path in sorted(tmp.iterdir(), key=lambda path: path.name != TRAIN_FILE)
+        },
     }
     (tmp / MANIFEST).write_text(json.dumps(manifest, indent=2), encoding="utf-8")
     return manifest
 
 
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+# what each field of encoded.json must be: (check, what it should hold)
+SCHEMA = {
+    "pairs": (
+        lambda v: (
+            isinstance(v, dict) and all(_is_count(v.get(k)) for k in ("train", "valid", "test"))
+        ),
+        "counts of train, valid and test pairs",
+    ),
+    "tokenization": (lambda v: v in TOKENIZER_FILES, f"one of {', '.join(TOKENIZER_FILES)}"),
+    "shared_vocabulary": (lambda v: isinstance(v, bool), "true or false"),
+    "vocab_size": (lambda v: _is_count(v) and v > 0, "a count of pieces"),
+    "source_vocab_size": (lambda v: _is_count(v) and v > 0, "a count of pieces"),
+    "sha256": (
+        lambda v: (
+            isinstance(v, dict)
+            and TRAIN_FILE in v
+            and all(isinstance(h, str) and len(h) == 64 for h in v.values())
+        ),
+        f"the sha256 of {TRAIN_FILE} (and of the other files)",
+    ),
+}
+
+
+def verify_file(folder: Path, name: str, manifest: dict) -> Path:
+    """`folder / name`, refused by name when missing or when its sha256 is not the manifest's (a
+    folder written before every file was hashed: only the files it hashed are checked)."""
+    path = Path(folder) / name
+    if not path.is_file():
+        raise CorpusError(f"{path}: file not found (the encoded corpus is incomplete)")
+    expected = manifest["sha256"].get(name)
+    if expected is not None and _sha256(path) != expected:
+        raise CorpusError(
+            f"{path}: its sha256 differs from the one {MANIFEST} records (a damaged, partial or "
+            "foreign file); copy or encode the corpus again"
+        )
+    return path
+
+
 def read_manifest(folder) -> dict:
-    """The folder's `encoded.json`, checked: a clear error for another format or a newer version."""
+    """The folder's `encoded.json`, checked: a clear error for another format or a newer version,
+    or a field that is missing or holds the wrong kind of value."""
     path = Path(folder) / MANIFEST
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -157,16 +213,31 @@ def read_manifest(folder) -> dict:
             f"{path}: format version {manifest.get('version')}; this keras-s2s reads version "
             f"{VERSION} (encode the corpus again with `keras-s2s encode`)"
         )
+    for field, (valid, wanted) in SCHEMA.items():
+        if not valid(manifest.get(field)):
+            raise CorpusError(
+                f"{path}: its field {field!r} is {manifest.get(field, 'missing')!r}; it must hold "
+                f"{wanted} (a damaged manifest: encode the corpus again)"
+            )
     return manifest
 
 
 def read_encoded_tokenizer(folder, manifest: dict):
     """The corpus's tokenizer (a `TokenizerPair` when its vocabularies are separate); `manifest` is
     the folder's (`read_manifest`)."""
-    tokenizer = load_run_tokenizer(folder, manifest["tokenization"], manifest["shared_vocabulary"])
-    if tokenizer is None:
-        raise CorpusError(f"{folder}: the encoded corpus lacks its tokenizer files")
-    return tokenizer
+    kind, shared = manifest["tokenization"], manifest["shared_vocabulary"]
+    name = TOKENIZER_FILES[kind][0]
+    stem, suffix = name.split(".")
+    names = [name] if shared else [f"{stem}.{side}.{suffix}" for side in ("source", "target")]
+    for file_name in names:
+        verify_file(Path(folder), file_name, manifest)
+    try:
+        return load_run_tokenizer(folder, kind, shared)
+    except (RuntimeError, OSError, ValueError) as error:  # SentencePiece: RuntimeError
+        raise CorpusError(
+            f"{Path(folder) / names[0]}: not a readable {kind} vocabulary "
+            f"({str(error).splitlines()[0][:120]})"
+        ) from None
 
 
 def read_encoded_splits(folder):
@@ -174,15 +245,8 @@ def read_encoded_splits(folder):
     test as (source, target) text pairs."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    path = folder / TRAIN_FILE
-    if not path.is_file():
-        raise CorpusError(f"{path}: file not found (the encoded corpus is incomplete)")
+    path = verify_file(folder, TRAIN_FILE, manifest)
     packed = path.read_bytes()
-    if hashlib.sha256(packed).hexdigest() != manifest["sha256"][TRAIN_FILE]:
-        raise CorpusError(
-            f"{path}: its sha256 differs from the one {MANIFEST} records (a damaged or partial "
-            "copy); copy or encode it again"
-        )
     with np.load(io.BytesIO(lzma.decompress(packed))) as arrays:
         sources = _rows(arrays["source"], arrays["source_lengths"])
         targets = _rows(arrays["target"], arrays["target_lengths"])
@@ -190,5 +254,14 @@ def read_encoded_splits(folder):
         raise CorpusError(
             f"{path}: {len(sources)} pairs, the manifest says {manifest['pairs']['train']}"
         )
-    held_out = [list(zip(*read_parallel([folder / f"{split}.tsv"]))) for split in ("valid", "test")]
+    held_out = []
+    for split in ("valid", "test"):
+        tsv = verify_file(folder, f"{split}.tsv", manifest)
+        pairs = list(zip(*read_parallel([tsv])))
+        if len(pairs) != manifest["pairs"][split]:
+            raise CorpusError(
+                f"{tsv}: {len(pairs)} pairs, {MANIFEST} says {manifest['pairs'][split]} (a partial "
+                "copy?); copy or encode the corpus again"
+            )
+        held_out.append(pairs)
     return list(zip(sources, targets)), held_out[0], held_out[1]
