@@ -31,6 +31,9 @@ from keras_s2s.token_ids import BOS_ID, EOS_ID, PAD_ID
 ACTIVATION_COPIES = 3
 
 log = logging.getLogger("keras_s2s")
+# the most source tokens (EOS included) decoded at once by a model whose positions do not bound it:
+# attention memory grows with the source (a 1 MB line asked JAX for 100 TB); longer is cut, by line
+MAX_SOURCE_TOKENS = 1024
 
 
 def positions_of(ids):
@@ -99,6 +102,12 @@ class Seq2SeqLM(ZooModel):
     def max_positions_limit(self) -> int | None:
         """Longest source or output sequence the model can represent (None = no limit)."""
         return None
+
+    @property
+    def source_limit(self) -> int:
+        """Most source tokens (EOS included) a decode reads: the model's positions, else
+        `MAX_SOURCE_TOKENS`."""
+        return self.max_positions_limit or MAX_SOURCE_TOKENS
 
     def activations_per_token(self, length: int) -> int | None:
         """Floats a training step keeps per target token of a batch `length` long, before the output
@@ -285,14 +294,13 @@ class Seq2SeqLM(ZooModel):
         if not self.built:
             self.build()  # variables are created eagerly, never inside the decoding tf.function
         source_ids = np.asarray(source_ids, np.int32)
-        limit = self.max_positions_limit
-        if limit is not None:
-            if source_ids.shape[1] > limit and (source_ids[:, limit:] != PAD_ID).any():
-                raise ValueError(
-                    f"a source sentence has more than {limit} tokens, the most this model's "
-                    "position embeddings represent (max_positions); split or shorten it"
-                )
-            source_ids = source_ids[:, :limit]
+        limit = self.source_limit
+        if source_ids.shape[1] > limit and (source_ids[:, limit:] != PAD_ID).any():
+            raise ValueError(
+                f"a source sentence has more than {limit} tokens, the most this model decodes at "
+                f"once ({_limit_reason(self)}); split or shorten it"
+            )
+        source_ids = source_ids[:, :limit]
         limits = ops.convert_to_numpy(
             self.output_limits(source_ids, max_length, max_length_ratio, max_length_offset)
         )
@@ -324,8 +332,9 @@ class Seq2SeqLM(ZooModel):
 
         Each sentence gets at most `max_length_ratio * source tokens + max_length_offset`
         output tokens (and never more than `max_length`). A blank sentence stays
-        blank; one longer than the model reads (max_positions) is cut to fit, with a
-        warning that names its line (`first_line` is the line of `texts[0]`).
+        blank; one longer than the model reads (`source_limit`: its positions, else
+        `MAX_SOURCE_TOKENS`) is cut to fit, with a warning that names its line
+        (`first_line` is the line of `texts[0]`).
         `progress(n)` is called after each batch with the number of sentences done.
 
         Example:
@@ -341,21 +350,22 @@ class Seq2SeqLM(ZooModel):
         results: list[str] = [""] * len(texts)
         filled = [i for i in range(len(texts)) if texts[i].strip()]
         order = sorted(filled, key=lambda i: len(texts[i]))  # similar lengths per batch
-        limit = self.max_positions_limit
+        limit = self.source_limit
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             ids = [
                 row + [EOS_ID] for row in self.tokenizer.source.tokenize([texts[i] for i in chunk])
             ]
             for row, i in enumerate(chunk):
-                if limit is not None and len(ids[row]) > limit:
+                if len(ids[row]) > limit:
                     log.warning(
-                        "line %d (%r...) has %d tokens; this model reads at most %d (max_positions): "
+                        "line %d (%r...) has %d tokens; this model reads at most %d (%s): "
                         "translating its first %d",
                         first_line + i,
                         texts[i][:40],
                         len(ids[row]),
                         limit,
+                        _limit_reason(self),
                         limit - 1,
                     )
                     ids[row] = ids[row][: limit - 1] + [EOS_ID]
@@ -378,3 +388,9 @@ class Seq2SeqLM(ZooModel):
             if progress is not None:
                 progress(len(chunk))
         return results
+
+
+def _limit_reason(model) -> str:
+    if model.max_positions_limit:
+        return "the positions its embeddings represent, max_positions"
+    return f"keras_s2s.models.seq2seq_lm.MAX_SOURCE_TOKENS, {MAX_SOURCE_TOKENS:,}"
