@@ -1,6 +1,8 @@
 """Serving a trained Transformer: the native engine at other compute types (float32, bfloat16, Keras
 int8) and the CTranslate2 export and engine, which decode as the Keras model does."""
 
+import logging
+
 import numpy as np
 import pytest
 import yaml
@@ -102,7 +104,7 @@ def test_the_command_line_translates_at_a_native_compute_type(trained, tmp_path,
 
 
 def test_the_exported_model_translates_token_for_token_like_the_keras_model(
-    ctranslate2, trained, tmp_path
+    ctranslate2, trained, tmp_path, caplog
 ):
     from keras_s2s.export import CTranslate2Translator, export_ctranslate2
 
@@ -120,6 +122,17 @@ def test_the_exported_model_translates_token_for_token_like_the_keras_model(
     beam_native = model.translate(sources, beam_width=4, loop_guard=False)
     beam = translator.translate(sources, beam_width=4)
     assert abs(score(beam, references)["bleu"] - score(beam_native, references)["bleu"]) < 2.0
+    from keras_s2s.models import seq2seq_lm
+
+    long_line = " ".join(sources) * 4  # cut alike by both engines, each naming the line
+    with pytest.MonkeyPatch.context() as patch, caplog.at_level(logging.WARNING, "keras_s2s"):
+        patch.setattr(seq2seq_lm, "MAX_SOURCE_TOKENS", 12)
+        cut = [
+            translator.translate([long_line], first_line=7),
+            model.translate([long_line], first_line=7, loop_guard=False),
+        ]
+    assert cut[0] == cut[1] and caplog.text.count("line 7 (") == 2
+    assert caplog.text.count("translating its first 11") == 2
 
 
 def test_ctranslate2_int8_stays_within_half_a_bleu_point(ctranslate2, trained, tmp_path):

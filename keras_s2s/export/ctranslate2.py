@@ -30,6 +30,7 @@ import numpy as np
 
 from keras_s2s.config import LENGTH_PENALTY, MissingExtra
 from keras_s2s.files import staging_folder
+from keras_s2s.models import seq2seq_lm
 from keras_s2s.text.tokenizer import SubwordTokenizer, TokenizerPair
 
 log = logging.getLogger("keras_s2s")
@@ -278,10 +279,8 @@ class CTranslate2Translator:
         ((5 + length) / 6) ** alpha in the native decoder): beam outputs can
         differ a little; greedy ones (beam_width 1) are the model's argmax path in both.
         """
-        del (
-            first_line
-        )  # no position limit to report: sinusoidal positions are written for 4,096 tokens
         texts = list(texts)
+        limit_in = seq2seq_lm.MAX_SOURCE_TOKENS  # source tokens, EOS included
         results = [""] * len(texts)
         filled = [i for i in range(len(texts)) if texts[i].strip()]
         order = sorted(
@@ -290,6 +289,18 @@ class CTranslate2Translator:
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
             ids = self.tokenizer.source.tokenize([texts[i] for i in chunk])
+            for row, i in enumerate(chunk):  # as the native decoder cuts them (+ EOS: the limit)
+                if len(ids[row]) >= limit_in:
+                    log.warning(
+                        "line %d (%r...) has %d tokens; at most %d are translated at once "
+                        "(keras_s2s.models.seq2seq_lm.MAX_SOURCE_TOKENS): translating its first %d",
+                        first_line + i,
+                        texts[i][:40],
+                        len(ids[row]) + 1,
+                        limit_in,
+                        limit_in - 1,
+                    )
+                    ids[row] = ids[row][: limit_in - 1]
             tokens = [[self.source_pieces[t] for t in row] for row in ids]
             longest = max(len(row) + 1 for row in ids)  # + EOS
             limit = min(max_length, int(np.ceil(max_length_ratio * longest)) + max_length_offset)
@@ -298,6 +309,7 @@ class CTranslate2Translator:
                 beam_size=beam_width,
                 length_penalty=length_penalty if beam_width > 1 else 0.0,
                 max_decoding_length=max(1, limit - 1),  # the native limit counts the EOS
+                max_input_length=limit_in,
                 max_batch_size=batch_size,
             )
             for i, output in zip(chunk, outputs):
