@@ -223,7 +223,7 @@ def test_a_run_on_an_encoded_folder_resumes_with_the_same_command(encoded, tmp_p
 
     run = tmp_path / "run"
     command = ["train", "gnmt_demo", "--data", str(encoded), "--epochs", "2"]
-    command += ["--set", "training.steps_per_epoch=2"]
+    command += ["--set", "training.steps_per_epoch=2", "--set", "batch_size=8"]
     assert cli.main([*command, "--out", str(run)]) == 0
     trained = sorted(p.name for p in (run / "checkpoints").glob("epoch-*.weights.h5"))
     shutil.rmtree(run / "preset")  # stopped before the finish: what a kill leaves
