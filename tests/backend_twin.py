@@ -2,7 +2,7 @@
 
 `build(architecture)` makes the tiny model of a demo card; `batch(...)` a
 synthetic batch; `outputs(model, ...)` the float32 loss, outputs and decoded ids
-on whichever backend this process runs. `tests/test_backends.py` trains each
+on whichever backend this process runs. `tests/test_backend_twin.py` trains each
 model a little under TensorFlow, saves its weights, and runs this file as a
 script under JAX with TensorFlow blocked:
 

@@ -41,7 +41,13 @@ def pytest_ignore_collect(collection_path, config):
 
 # the files that take longest, scheduled first (xdist hands out whole files in collection order), so
 # the suite does not end on one of them while the other workers are idle
-SLOWEST_FIRST = ("test_jax_pass.py", "test_backends.py", "test_multiworker.py", "test_serving.py")
+SLOWEST_FIRST = (
+    "test_backend_twin.py",
+    "test_jax_pass.py",
+    "test_backends.py",
+    "test_multiworker.py",
+    "test_serving.py",
+)
 
 
 def pytest_collection_modifyitems(config, items):
