@@ -41,7 +41,9 @@ class TranslationServer(tf.Module):
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string, name="text")])
     def translate(self, text):
-        ids = self.source_pieces.tokenize(text)
+        # each source cut to the model's `source_limit` (its positions, else MAX_SOURCE_TOKENS), EOS
+        # included, as `Seq2SeqLM.translate` cuts it: decoding memory stays bounded
+        ids = self.source_pieces.tokenize(text)[:, : self.model.source_limit - 1]
         ids = tf.concat([ids, tf.fill([ids.nrows(), 1], tf.constant(EOS_ID, ids.dtype))], axis=1)
         source = tf.cast(ids.to_tensor(0), tf.int32)
         limits = self.model.output_limits(
