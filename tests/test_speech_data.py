@@ -88,6 +88,8 @@ def test_read_audio_resamples_and_names_bad_files(tmp_path):
             read_audio(tmp_path / "nan.wav")
         with pytest.raises(AudioError, match=message):
             list(stream_audio(tmp_path / "nan.wav"))
+        repaired = read_audio(tmp_path / "nan.wav", 8000, repair=True)  # training: a warning
+        assert np.isfinite(repaired).all() and (repaired[4000:4003] == 0).all()
 
 
 def test_manifests_in_several_dialects_and_their_errors(tmp_path):

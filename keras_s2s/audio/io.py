@@ -13,9 +13,12 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
+
+log = logging.getLogger("keras_s2s")
 
 
 class AudioError(ValueError):
@@ -63,8 +66,10 @@ def check_finite(
         )
 
 
-def read_audio(path: str | Path, sample_rate: int = 16000) -> np.ndarray:
-    """Float32 mono samples of an audio file, resampled to `sample_rate`."""
+def read_audio(path: str | Path, sample_rate: int = 16000, repair: bool = False) -> np.ndarray:
+    """Float32 mono samples of an audio file, resampled to `sample_rate`. `repair` (training data,
+    where one damaged file must not stop hours of training): NaN or infinite samples become 0, with
+    a warning naming the file, instead of an `AudioError`."""
     path = Path(path)
     if not path.is_file():
         raise AudioError(f"{path}: audio file not found")
@@ -76,7 +81,13 @@ def read_audio(path: str | Path, sample_rate: int = 16000) -> np.ndarray:
     if samples.shape[0] == 0:
         raise AudioError(f"{path}: the file holds no audio samples")
     samples = samples.mean(axis=1)  # mono
-    check_finite(samples, path, rate=rate)
+    try:
+        check_finite(samples, path, rate=rate)
+    except AudioError as error:
+        if not repair:
+            raise
+        log.warning("%s; its damaged samples are read as silence", error)
+        samples = np.where(np.isfinite(samples), samples, np.float32(0.0))
     if not np.any(samples):
         raise AudioError(f"{path}: the audio is silent throughout")
     return resample(samples, rate, sample_rate)

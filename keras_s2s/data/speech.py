@@ -291,7 +291,7 @@ class SpeechBatches(BucketedBatches):
         _, frames, label_width = self.batch_shape(bucket, len(items))
         rate, features = self.extractor.sample_rate, []
         for index in items:
-            audio = read_audio(self.paths[index], rate)
+            audio = read_audio(self.paths[index], rate, repair=True)
             if self.augment:
                 audio = augment_audio(audio, self.augment, rate, rng)
             utterance = self.extractor.numpy_features(audio, self.training, rng)
@@ -347,7 +347,7 @@ def make_speech_dataset(
     mask_features = training and has_feature_masks(augment)
 
     def read(path):
-        audio = read_audio(path.decode(), rate)
+        audio = read_audio(path.decode(), rate, repair=True)
         return augment_audio(audio, augment, rate) if augment_waveform else audio
 
     def featurize(path, label):

@@ -137,7 +137,7 @@ class MelBatches(BucketedBatches):
         if self.cache is not None and index in self.cache:
             return self.cache[index]
         mel = self.extractor.numpy_features(
-            read_audio(self.paths[index], self.extractor.sample_rate)
+            read_audio(self.paths[index], self.extractor.sample_rate, repair=True)
         )
         if self.cache is not None:
             self.cache[index] = mel
@@ -191,7 +191,9 @@ def make_tts_dataset(
     rate, silence = extractor.sample_rate, math.log(extractor.log_floor)
 
     def featurize(path, text):
-        audio = tf.numpy_function(lambda p: read_audio(p.decode(), rate), [path], tf.float32)
+        audio = tf.numpy_function(
+            lambda p: read_audio(p.decode(), rate, repair=True), [path], tf.float32
+        )
         audio.set_shape([None])
         mel = extractor(audio)
         return text, mel, tf.shape(mel)[0]
