@@ -476,3 +476,27 @@ def test_the_strided_conv2d_computes_keras_convolution_and_its_gradients(
         keras_ = gradients(lambda x, w: keras.ops.conv(x, w, strides=strides, padding=padding))
         for one, two in zip(ours, keras_):
             np.testing.assert_allclose(np.asarray(one), np.asarray(two), atol=1e-4, rtol=1e-5)
+
+
+@pytest.mark.parametrize("architecture", ["gnmt", "transformer"])
+def test_decoding_reads_at_most_the_source_limit_on_either_backend(
+    architecture, monkeypatch, caplog
+):
+    """Models whose positions do not bound a source (GNMT, a sinusoidal Transformer) read at most
+    MAX_SOURCE_TOKENS: a 1 MB line ran TensorFlow out of memory and asked JAX for 100 TB."""
+    import logging
+
+    from keras_s2s.models import seq2seq_lm
+    from keras_s2s.text.tokenizer import SubwordTokenizer
+
+    monkeypatch.setattr(seq2seq_lm, "MAX_SOURCE_TOKENS", 12)
+    texts = ["the red dog runs home", "a cat sees the old dog", "my friend walks"] * 40
+    tokenizer = SubwordTokenizer.train(texts, vocab_size=40)
+    model = twin.build(architecture, tokenizer=tokenizer, vocab_size=tokenizer.vocab_size)
+    assert model.source_limit == 12
+    with caplog.at_level(logging.WARNING, "keras_s2s"):
+        cut = model.translate(["the red dog", " ".join(texts[:30])], first_line=3)
+    assert len(cut) == 2 and "line 4 (" in caplog.text and "translating its first 11" in caplog.text
+    assert model.translate([" ".join(texts[:30])]) == [cut[1]], "cut alike in any batch"
+    with pytest.raises(ValueError, match="more than 12 tokens, the most this model decodes"):
+        model.generate(np.ones((1, 20), "int32"))
