@@ -29,6 +29,7 @@ import types
 import keras
 
 from keras_s2s.config import STRATEGIES, CardError
+from keras_s2s.distribution.placement import known_device_names
 
 log = logging.getLogger("keras_s2s")
 
@@ -92,16 +93,8 @@ def _jax_device_name(device: str) -> str:
 def chosen_devices(devices: list[str]) -> list[str]:
     """Keras's names of `devices` (TensorFlow-style names accepted); a ValueError naming a device
     this process does not have, as TensorFlow's strategies refuse it (JAX would run elsewhere)."""
-    known = keras.distribution.list_devices()
     names = [_jax_device_name(device) for device in devices]
-    for given, name in zip(devices, names):
-        if name not in known:
-            raise ValueError(
-                f"device {given!r} does not exist here; this process has {', '.join(known)}"
-            )
-    if len(set(names)) != len(names):
-        raise ValueError(f"devices repeat: {', '.join(devices)}")
-    return names
+    return known_device_names(devices, names, keras.distribution.list_devices())
 
 
 def distribution_for(name, where="the card", devices: list[str] | None = None) -> KerasDistribution:

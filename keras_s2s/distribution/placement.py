@@ -64,15 +64,19 @@ def check_devices(devices: list[str]) -> list[str]:
     """Canonical names of `devices`; a clear error for a device this process does not have."""
     if not devices:
         raise ValueError("a strategy over devices needs at least one device")
-    known = available_devices()
-    names = [_canonical(d) for d in devices]
-    for given, name in zip(devices, names):
+    return known_device_names(devices, [_canonical(d) for d in devices], available_devices())
+
+
+def known_device_names(given: list[str], names: list[str], known: list[str]) -> list[str]:
+    """`names` (the canonical names of the devices `given`) if each is `known` and none repeats; a
+    ValueError naming the device otherwise (TensorFlow and JAX alike)."""
+    for device, name in zip(given, names):
         if name not in known:
             raise ValueError(
-                f"device {given!r} does not exist here; this process has {', '.join(known)}"
+                f"device {device!r} does not exist here; this process has {', '.join(known)}"
             )
     if len(set(names)) != len(names):
-        raise ValueError(f"devices repeat: {', '.join(devices)}")
+        raise ValueError(f"devices repeat: {', '.join(given)}")
     return names
 
 
