@@ -69,6 +69,20 @@ class _Espeak:
 _engine: _Espeak | None = None
 
 
+def wav_of_command(command: list[str], wav, error: type, voice: str, text: str, stdin=None):
+    """(float32 samples, rate) of the WAV file `command` writes at `wav` (bytes on `stdin` if given);
+    `error` naming the `voice` and the `text` when the command fails or writes no audio."""
+    import subprocess
+
+    import soundfile
+
+    result = subprocess.run(command, input=stdin, capture_output=True, check=False)
+    if result.returncode != 0 or not wav.is_file() or wav.stat().st_size <= 44:
+        stderr = result.stderr.decode(errors="replace").strip()[:200]
+        raise error(f"{voice} produced no audio for {text!r} ({stderr})")
+    return soundfile.read(str(wav), dtype="float32")
+
+
 def synthesize(
     text: str,
     voice: str = "en-us",

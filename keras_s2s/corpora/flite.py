@@ -23,7 +23,7 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-from keras_s2s.corpora.espeak import SpeechSynthesisError
+from keras_s2s.corpora.espeak import SpeechSynthesisError, wav_of_command
 
 WORDS_PER_MINUTE = 180  # about flite's own rate (13-word sentences last 4.0-4.8 s)
 MEAN_F0 = {"kal": 95, "kal16": 95, "awb": 130, "rms": 100, "slt": 170}  # Hz, measured
@@ -52,7 +52,6 @@ def _installed_voices() -> tuple[str, ...]:
 def synthesize_flite(text: str, voice: str, words_per_minute: int = 180, pitch: int = 50):
     """Float32 samples and their rate of `text` spoken by a flite voice (one process per call;
     flite speaks a sentence in 0.01-0.1 s)."""
-    import soundfile
 
     if shutil.which("flite") is None:
         raise FliteError("flite not found: apt-get install flite")
@@ -65,11 +64,4 @@ def synthesize_flite(text: str, voice: str, words_per_minute: int = 180, pitch: 
         words.write_text(text + "\n", encoding="utf-8")
         command = ["flite", "-voice", voice, "--setf", f"duration_stretch={stretch:.3f}"]
         command += ["--setf", f"int_f0_target_mean={f0:.0f}", "-f", str(words), "-o", str(wav)]
-        result = subprocess.run(command, capture_output=True, check=False)
-        if result.returncode != 0 or not wav.is_file() or wav.stat().st_size <= 44:
-            raise FliteError(
-                f"flite voice {voice!r} produced no audio for {text!r} "
-                f"({result.stderr.decode(errors='replace').strip()[:200]})"
-            )
-        samples, rate = soundfile.read(str(wav), dtype="float32")
-    return samples, rate
+        return wav_of_command(command, wav, FliteError, f"flite voice {voice!r}", text)

@@ -20,11 +20,10 @@ from __future__ import annotations
 
 import functools
 import shutil
-import subprocess
 import tempfile
 from pathlib import Path
 
-from keras_s2s.corpora.espeak import SpeechSynthesisError
+from keras_s2s.corpora.espeak import SpeechSynthesisError, wav_of_command
 
 COMMAND = "RHVoice-test"
 VOICES = Path("/usr/share/RHVoice/voices")  # where Debian's packages put them
@@ -60,7 +59,6 @@ def _installed_voices() -> tuple[str, ...]:
 def synthesize_rhvoice(text: str, voice: str, words_per_minute: int = 170, pitch: int = 50):
     """Float32 samples and their rate (24 kHz) of `text` spoken by an RHVoice voice (one process a
     call: 0.09 s to start, about 0.02 s a second of speech)."""
-    import soundfile
 
     if shutil.which(COMMAND) is None:
         raise RHVoiceError(f"{COMMAND} not found: apt-get install rhvoice rhvoice-english")
@@ -72,11 +70,5 @@ def synthesize_rhvoice(text: str, voice: str, words_per_minute: int = 170, pitch
     with tempfile.TemporaryDirectory() as tmp:
         wav = Path(tmp, "speech.wav")
         command = [COMMAND, "-p", voice, "-r", str(rate), "-t", str(pitch_percent), "-o", str(wav)]
-        result = subprocess.run(command, input=text.encode() + b"\n", capture_output=True)
-        if result.returncode != 0 or not wav.is_file() or wav.stat().st_size <= 44:
-            raise RHVoiceError(
-                f"RHVoice voice {voice!r} produced no audio for {text!r} "
-                f"({result.stderr.decode(errors='replace').strip()[:200]})"
-            )
-        samples, rate = soundfile.read(str(wav), dtype="float32")
-    return samples, rate
+        stdin = text.encode() + b"\n"
+        return wav_of_command(command, wav, RHVoiceError, f"RHVoice voice {voice!r}", text, stdin)
