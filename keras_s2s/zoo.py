@@ -295,6 +295,8 @@ def _check_checkpoint_assets(model: keras.Model, card: Card, path: Path) -> None
         theirs = load_run_tokenizer(
             run, data.get("tokenization", "sentencepiece"), data.get("shared_vocabulary", True)
         )
+        if theirs is None:
+            raise ValueError(f"{where}: its run ({run}) holds no tokenizer files to check it by")
         if theirs.get_config() != model.tokenizer.get_config():
             raise ValueError(
                 f"{where}: its run's tokenizer ({run}) is not this run's; the weights would mean "
