@@ -41,6 +41,7 @@ from keras_s2s.text.tokenizer import (
     TOKENIZER_FILES,
     TokenizerPair,
     load_run_tokenizer,
+    run_tokenizer_files,
     save_run_tokenizer,
 )
 
@@ -183,19 +184,20 @@ SCHEMA = {
 }
 
 
-def verify_file(folder: Path, name: str, manifest: dict) -> Path:
-    """`folder / name`, refused by name when missing or when its sha256 is not the manifest's (a
-    folder written before every file was hashed: only the files it hashed are checked)."""
+def verify_file(folder: Path, name: str, manifest: dict) -> bytes:
+    """The bytes of `folder / name`, refused by name when missing or when their sha256 is not the
+    manifest's (a folder written before every file was hashed: only the files it hashed are checked)."""
     path = Path(folder) / name
     if not path.is_file():
         raise CorpusError(f"{path}: file not found (the encoded corpus is incomplete)")
+    data = path.read_bytes()
     expected = manifest["sha256"].get(name)
-    if expected is not None and _sha256(path) != expected:
+    if expected is not None and hashlib.sha256(data).hexdigest() != expected:
         raise CorpusError(
             f"{path}: its sha256 differs from the one {MANIFEST} records (a damaged, partial or "
             "foreign file); copy or encode the corpus again"
         )
-    return path
+    return data
 
 
 def read_manifest(folder) -> dict:
@@ -226,17 +228,14 @@ def read_encoded_tokenizer(folder, manifest: dict):
     """The corpus's tokenizer (a `TokenizerPair` when its vocabularies are separate); `manifest` is
     the folder's (`read_manifest`)."""
     kind, shared = manifest["tokenization"], manifest["shared_vocabulary"]
-    name = TOKENIZER_FILES[kind][0]
-    stem, suffix = name.split(".")
-    names = [name] if shared else [f"{stem}.{side}.{suffix}" for side in ("source", "target")]
-    for file_name in names:
-        verify_file(Path(folder), file_name, manifest)
+    files = list(run_tokenizer_files(Path(folder), kind, shared).values())
+    for path in files:
+        verify_file(Path(folder), path.name, manifest)
     try:
         return load_run_tokenizer(folder, kind, shared)
     except (RuntimeError, OSError, ValueError) as error:  # SentencePiece: RuntimeError
         raise CorpusError(
-            f"{Path(folder) / names[0]}: not a readable {kind} vocabulary "
-            f"({str(error).splitlines()[0][:120]})"
+            f"{files[0]}: not a readable {kind} vocabulary ({str(error).splitlines()[0][:120]})"
         ) from None
 
 
@@ -245,8 +244,8 @@ def read_encoded_splits(folder):
     test as (source, target) text pairs."""
     folder = Path(folder)
     manifest = read_manifest(folder)
-    path = verify_file(folder, TRAIN_FILE, manifest)
-    packed = path.read_bytes()
+    path = folder / TRAIN_FILE
+    packed = verify_file(folder, TRAIN_FILE, manifest)
     with np.load(io.BytesIO(lzma.decompress(packed))) as arrays:
         sources = _rows(arrays["source"], arrays["source_lengths"])
         targets = _rows(arrays["target"], arrays["target_lengths"])
@@ -256,7 +255,8 @@ def read_encoded_splits(folder):
         )
     held_out = []
     for split in ("valid", "test"):
-        tsv = verify_file(folder, f"{split}.tsv", manifest)
+        tsv = folder / f"{split}.tsv"
+        verify_file(folder, tsv.name, manifest)
         pairs = list(zip(*read_parallel([tsv])))
         if len(pairs) != manifest["pairs"][split]:
             raise CorpusError(

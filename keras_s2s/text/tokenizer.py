@@ -302,7 +302,8 @@ def train_tokenizer(
     )
 
 
-def _run_files(run_dir: Path, kind: str, shared: bool) -> dict[str, Path]:
+def run_tokenizer_files(run_dir: Path, kind: str, shared: bool) -> dict[str, Path]:
+    """The tokenizer files of a run (or encoded folder): side (`joint`, `source`, `target`) -> path."""
     name = TOKENIZER_FILES[kind][0]
     if shared:
         return {"joint": run_dir / name}
@@ -316,14 +317,16 @@ def save_run_tokenizer(tokenizer, run_dir: str | Path, kind: str, write=None) ->
     `write(path, save)` performs each write (the runner passes its atomic writer).
     """
     write = write or (lambda path, save: save(path))
-    files = _run_files(Path(run_dir), kind, shared=not isinstance(tokenizer, TokenizerPair))
+    files = run_tokenizer_files(
+        Path(run_dir), kind, shared=not isinstance(tokenizer, TokenizerPair)
+    )
     for side, path in files.items():
         write(path, (tokenizer if side == "joint" else getattr(tokenizer, side)).save)
 
 
 def load_run_tokenizer(run_dir: str | Path, kind: str, shared: bool):
     """The tokenizer a run stored, or None if it has not stored one yet."""
-    files = _run_files(Path(run_dir), kind, shared)
+    files = run_tokenizer_files(Path(run_dir), kind, shared)
     if not all(path.exists() for path in files.values()):
         return None
     cls = TOKENIZER_FILES[kind][1]

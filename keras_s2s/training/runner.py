@@ -300,7 +300,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         f"{describe_strategy(strategy)}): {length}"
     )
     fit_clock = _clock()
-    initial_epoch, train_data = _resume(model, card, prepared, strategy, backup)
+    initial_epoch, train_data = _resume(model, prepared, strategy, backup)
     if backup.training_over:  # killed after training, before the run's final files
         print(f"training had ended after epoch {initial_epoch}; writing the run's final files")
         epochs = initial_epoch
@@ -386,7 +386,7 @@ def _weights_scope(model, strategy):
     return model.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
 
 
-def _resume(model, card, prepared: PreparedTask, strategy, backup) -> tuple[int, object]:
+def _resume(model, prepared: PreparedTask, strategy, backup) -> tuple[int, object]:
     """(the epochs an interrupted run had finished, 0 for a new one; the training data from where it
     stopped)."""
     with _weights_scope(model, strategy):
