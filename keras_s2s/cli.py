@@ -4,6 +4,7 @@ keras-s2s list
 keras-s2s train gnmt --data demo --precision auto --steps 2000 --out runs/gnmt --set units=256
 keras-s2s evaluate --model runs/gnmt
 keras-s2s translate --model runs/gnmt < input.txt
+keras-s2s translate --model runs/gnmt --po de.po            # fill a gettext catalog, marked fuzzy
 keras-s2s average --model runs/gnmt --last 3 --out runs/gnmt-avg
 keras-s2s transcribe --model runs/jasper_demo clip.wav more.wav
 keras-s2s synthesize --model runs/tacotron2_demo "The 2 red dogs see a cat." -o dogs.wav
@@ -197,8 +198,16 @@ def _evaluate_arguments(evaluate) -> None:
 
 def _translate_arguments(translate) -> None:
     translate.add_argument("--model", required=True, help="run directory written by `train`")
-    translate.add_argument("--input", help="input file (default: stdin)")
-    translate.add_argument("--output", help="output file (default: stdout)")
+    source = translate.add_mutually_exclusive_group()
+    source.add_argument("--input", help="input file (default: stdin)")
+    source.add_argument(
+        "--po",
+        metavar="FILE.po",
+        help="a gettext catalog: its untranslated messages are filled and marked fuzzy for "
+        "review (placeholders, markup, accelerators, plurals and line breaks kept; the other "
+        "entries byte for byte); written back in place unless --output is given",
+    )
+    translate.add_argument("--output", help="output file (default: stdout; with --po, FILE.po)")
     translate.add_argument("--batch-size", type=COUNT, default=64)
     _add_decoding_flags(translate)
     translate.add_argument(
@@ -457,6 +466,10 @@ def _translate(args) -> None:
 
     if args.input and not os.path.isfile(args.input):
         raise FileNotFoundError(f"{args.input}: input file not found")
+    if args.po:  # a malformed catalog is named before the model loads
+        from keras_s2s.text.catalogs import read_catalog
+
+        read_catalog(args.po)
     options = {
         "batch_size": args.batch_size,
         **tasks.get("translation").decoding(**_decoding(args)),
@@ -473,6 +486,8 @@ def _translate(args) -> None:
 
         check_compute_type(args.compute_type)  # before the model loads
         model = with_compute_type(_load_for("translation", args.model), args.compute_type)
+    if args.po:
+        return _fill_catalog(args, model, options)
     source = open(args.input, "rb") if args.input else sys.stdin.buffer
     if args.input:
         with open(args.input, "rb") as counted:
@@ -505,6 +520,21 @@ def _translate(args) -> None:
         progress.close()
         if args.input:
             source.close()
+
+
+def _fill_catalog(args, model, options) -> None:
+    """`translate --po`: the catalog's untranslated messages filled, one summary line on stderr."""
+    from keras_s2s.text.catalogs import fill_catalog
+
+    progress = _Progress(None, enabled=sys.stderr.isatty())
+    options["progress"] = progress
+    try:
+        report = fill_catalog(args.po, lambda texts: model.translate(texts, **options), args.output)
+    finally:
+        progress.close()
+    for failure in report.failed:
+        print(f"{failure}: left untranslated", file=sys.stderr)
+    print(report.summary(args.output or args.po), file=sys.stderr)
 
 
 def _load_for(task: str, run_dir: str):

@@ -284,6 +284,35 @@ def test_translate_names_bad_input_keeps_blank_lines_and_refuses_a_speech_run(
     )
 
 
+def test_translate_po_fills_a_catalog_with_a_trained_run_and_names_a_broken_one(
+    crashed_and_finished_run, tmp_path, capsys
+):
+    import polib
+
+    out = crashed_and_finished_run[0]
+    catalog = tmp_path / "de.po"
+    text = (
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        '#: a.c:1\nmsgid "the dog sees a cat"\nmsgstr ""\n\n'
+        'msgid "they will run"\nmsgstr "sie werden rennen"\n'
+    )
+    catalog.write_text(text)
+    assert main(["translate", "--model", str(out), "--po", str(catalog)]) == 0
+    assert "1 message(s) filled and marked fuzzy" in capsys.readouterr().err
+    filled = polib.pofile(str(catalog))
+    assert filled[0].fuzzy and filled[0].msgstr and filled[1].msgstr == "sie werden rennen"
+    assert catalog.read_text().endswith('msgid "they will run"\nmsgstr "sie werden rennen"\n')
+    broken = tmp_path / "broken.po"
+    broken.write_text(text.replace('"they will run"', '"they will run'))
+    args = ["translate", "--model", str(out), "--po", str(broken), "--output", str(tmp_path / "o")]
+    assert main(args) == 2
+    assert f"{broken}, line 9: not a gettext line" in capsys.readouterr().err
+    assert not (tmp_path / "o").exists()
+    with pytest.raises(SystemExit):  # argparse: --po or --input, not both
+        main([*args[:-2], "--input", str(catalog)])
+    assert "argument --input: not allowed with argument --po" in capsys.readouterr().err
+
+
 def test_ctrl_c_offers_to_resume_only_where_a_rerun_resumes(monkeypatch, capsys):
     import keras_s2s.cli as cli
 

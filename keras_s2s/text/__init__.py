@@ -11,6 +11,8 @@ Example:
 from keras_s2s.backend import lazy_attributes
 
 _PUBLIC = {
+    "CatalogError": "keras_s2s.text.catalogs",
+    "fill_catalog": "keras_s2s.text.catalogs",
     "CharVocabulary": "keras_s2s.text.characters",
     "SubwordVocabulary": "keras_s2s.text.characters",
     "normalize_transcript": "keras_s2s.text.characters",
