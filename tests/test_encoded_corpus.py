@@ -4,7 +4,6 @@ text would, and that refuses damaged or mismatched input by name."""
 import json
 from pathlib import Path
 
-import keras
 import numpy as np
 import pytest
 
@@ -215,25 +214,3 @@ def test_a_vocabulary_too_small_for_the_corpus_is_named_and_nothing_is_written(
     assert cli.main([*run, "--out", str(tmp_path / "run")]) == 2
     assert re.search(message, capsys.readouterr().err)
     assert list(tmp_path.iterdir()) == [], "no run folder left behind"
-
-
-@pytest.mark.skipif(
-    keras.backend.backend() != "tensorflow",
-    reason="the run-directory check is the same code on both backends; two trainings with their "
-    "evaluations took 90 s of the JAX pass, the suite's longest test",
-)
-def test_a_run_on_an_encoded_folder_resumes_with_the_same_command(encoded, tmp_path):
-    """The folder fixes the vocabulary settings the run records in card.yaml; a rerun after a stop
-    compares them with the card's unset ones only through the folder, so it resumes."""
-    import shutil
-
-    run = tmp_path / "run"
-    command = ["train", "gnmt_demo", "--data", str(encoded), "--epochs", "2"]
-    command += ["--set", "training.steps_per_epoch=2", "--set", "batch_size=8"]
-    assert cli.main([*command, "--out", str(run)]) == 0
-    trained = sorted(p.name for p in (run / "checkpoints").glob("epoch-*.weights.h5"))
-    shutil.rmtree(run / "preset")  # stopped before the finish: what a kill leaves
-    (run / "model.keras").unlink()
-    assert cli.main([*command, "--out", str(run)]) == 0
-    assert (run / "preset").is_dir()
-    assert sorted(p.name for p in (run / "checkpoints").glob("epoch-*.weights.h5")) == trained
