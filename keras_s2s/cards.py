@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import difflib
 import inspect
+import logging
 import re
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,6 @@ SCHEMA: dict[str, Any] = {
         "warmup_steps": SIZE,
         "decay_steps": COUNT,
         "decay_rate": float,
-        "label_smoothing": float,
         "clipnorm": Optional(float),
         "precision": Choice(*PRECISIONS),
         "strategy": Choice(*STRATEGIES),
@@ -108,9 +108,11 @@ SCHEMA: dict[str, Any] = {
         "lr_floor": Number(0, 1),
         "jit_compile": bool,
         "seed": int,
-        "decode_max_length": COUNT,
-    },
+    },  # and the task's own (Task.training_schema: translation's label_smoothing)
 }
+# settings that moved to another part of the card: (old path, new path); an old card is read
+# with a notice (`moved_settings`)
+MOVED = ((("training", "decode_max_length"), ("model", "decode_max_length")),)
 
 REQUIRED = ("architecture", "model", "data", "training")
 # named after its own file unless it says otherwise; presets are a card's own
@@ -210,7 +212,8 @@ def validate(raw: Any, source: str, lines: dict | None = None, path: str | None 
     lines = lines or {}
     if not isinstance(raw, dict):
         raise CardError(f"{source}: a model card must be a YAML mapping, got {type(raw).__name__}")
-    check_mapping(raw, SCHEMA, (), source, lines)
+    raw = moved_settings(raw, source)
+    check_mapping(raw, {**SCHEMA, "training": dict}, (), source, lines)
     for key in REQUIRED:
         if key not in raw:
             raise CardError(f"{source}: missing required key '{key}'")
@@ -224,6 +227,8 @@ def validate(raw: Any, source: str, lines: dict | None = None, path: str | None 
     check_mapping(raw["model"], model_schema, ("model",), source, lines)
     task = tasks.for_architecture(ARCHITECTURES[arch])
     check_mapping(raw["data"], task.data_schema, ("data",), source, lines, owner=task.name)
+    training_schema = {**SCHEMA["training"], **task.training_schema}
+    check_mapping(raw["training"], training_schema, ("training",), source, lines, owner=task.name)
     metric = raw["training"].get("validation", {}).get("metric")
     if metric is not None and metric not in task.validation_metrics:
         raise CardError(
@@ -254,6 +259,38 @@ def validate(raw: Any, source: str, lines: dict | None = None, path: str | None 
     )
 
 
+def moved_settings(raw: dict, source: str | None = None) -> dict:
+    """`raw` with the settings of `MOVED` at their new place (a copy; `raw` itself when none is at
+    its old one); a notice names the card (`source`), or none when `source` is None.
+
+    Example:
+        >>> moved_settings({"model": {}, "training": {"decode_max_length": 96}}, None)
+        {'model': {'decode_max_length': 96}, 'training': {}}
+    """
+    moved = [
+        (old, new)
+        for old, new in MOVED
+        if isinstance(raw.get(old[0]), dict) and old[1] in raw[old[0]]
+    ]
+    if not moved:
+        return raw
+    raw = copy.deepcopy(raw)
+    for old, new in moved:
+        value = raw[old[0]].pop(old[1])
+        if not isinstance(raw.setdefault(new[0], {}), dict):
+            continue  # the card check names the part that is not a mapping
+        raw[new[0]][new[1]] = value  # set at the old place (by an older card or a --set): it wins
+        if source is not None:
+            logging.getLogger("keras_s2s").warning(
+                "%s: '%s' is a %s setting now, read as '%s' (move it there)",
+                source,
+                ".".join(old),
+                new[0],
+                ".".join(new),
+            )
+    return raw
+
+
 def _resolve_override_key(card: dict, key: str) -> list[tuple]:
     """Where a bare or dotted override key lives in the card (every section that has it; `vocab_size`:
     the data part, which the model takes it from)."""
@@ -264,18 +301,20 @@ def _resolve_override_key(card: dict, key: str) -> list[tuple]:
         return [tuple(key.split("."))]
     architecture = ARCHITECTURES.get(card.get("architecture"))
     arch_args = architecture_arguments(architecture or object)
-    data_schema = tasks.for_architecture(architecture).data_schema if architecture else {}
+    task = tasks.for_architecture(architecture) if architecture else None
+    data_schema = task.data_schema if task else {}
+    training_schema = {**SCHEMA["training"], **(task.training_schema if task else {})}
     homes = []
     if key in arch_args and not (key in DATA_SIZED and key not in card.get("model", {})):
         homes.append(("model", key))
     if key in data_schema:
         homes.append(("data", key))
-    if key in SCHEMA["training"]:
+    if key in training_schema:
         homes.append(("training", key))
     if key in SCHEMA and key not in ("data", "training"):  # name, description, ...
         homes.append((key,))
     if not homes:
-        valid = sorted(set(arch_args) | set(data_schema) | set(SCHEMA["training"]))
+        valid = sorted(set(arch_args) | set(data_schema) | set(training_schema))
         raise CardError(
             f"override '{key}': unknown setting{suggest(key, valid)}. "
             f"Valid settings: {', '.join(valid)} (or a dotted path such as training.learning_rate)"

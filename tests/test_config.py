@@ -324,3 +324,50 @@ def test_each_task_owns_its_decoding_options(tmp_path, capsys):
     assert "lm: not a decoding option of a translation model (its options: beam_width, " in error
     assert main(["evaluate", "--model", "jasper_english:english", "--length-penalty", "1"]) == 2
     assert "length_penalty: not a decoding option of a speech recognizer" in capsys.readouterr().err
+
+
+def test_a_card_takes_only_its_tasks_training_keys(tmp_path, capsys):
+    """label_smoothing on a recognizer card validated and did nothing: each task owns its training
+    keys beside every task's, refused by file and line before anything is written."""
+    from keras_s2s.cli import main
+
+    assert zoo.get_card("gnmt_demo", label_smoothing=0.1).training["label_smoothing"] == 0.1
+    with pytest.raises(CardError, match=r"'training.label_smoothing' must be a number from 0 to"):
+        zoo.get_card("gnmt_demo", label_smoothing=1.0)
+    with pytest.raises(CardError, match=r"override 'label_smoothing': unknown setting"):
+        zoo.get_card("jasper_demo", label_smoothing=0.1)
+    card = write(tmp_path / "asr.yaml", "base: jasper_demo\ntraining:\n  label_smoothing: 0.1\n")
+    with pytest.raises(CardError) as error:
+        zoo.get_card(str(card))
+    assert f"{card}, line 3: unknown key 'training.label_smoothing' of a recognition card" in str(
+        error.value
+    )
+    assert main(["train", str(card), "--out", str(tmp_path / "run")]) == 2
+    assert "unknown key 'training.label_smoothing' of a recognition card" in capsys.readouterr().err
+    assert not (tmp_path / "run").exists()
+
+
+def test_decode_max_length_is_a_model_setting_and_old_cards_keep_working(tmp_path, caplog):
+    """It sat under `training` and was copied into the model's arguments; an old card (or a run's
+    card.yaml) with it there is read with a notice, and a resumed run does not see it as changed."""
+    from keras_s2s.training.runner import check_run_dir
+
+    card = zoo.get_card("gnmt_demo")
+    assert card.model["decode_max_length"] == 96 and "decode_max_length" not in card.training
+    assert zoo.get_card("gnmt_demo", decode_max_length=12).model["decode_max_length"] == 12
+    old = write(tmp_path / "old.yaml", "base: gnmt_demo\ntraining:\n  decode_max_length: 20\n")
+    with caplog.at_level("WARNING", logger="keras_s2s"):
+        card = zoo.get_card(str(old))
+    assert card.model["decode_max_length"] == 20, "the old place, set by the card itself, wins"
+    assert f"{old}: 'training.decode_max_length' is a model setting now" in caplog.text
+    run = tmp_path / "run"
+    (run / "checkpoints").mkdir(parents=True)
+    (run / "checkpoints" / "epoch-001.weights.h5").write_bytes(b"trained")
+    saved = card.to_dict()
+    saved["training"]["decode_max_length"] = saved["model"].pop("decode_max_length")
+    (run / "card.yaml").write_text(yaml.safe_dump(saved))  # as a run of last week wrote it
+    check_run_dir(run, card)  # no "settings differ"
+    saved["training"]["decode_max_length"] = 30
+    (run / "card.yaml").write_text(yaml.safe_dump(saved))
+    with pytest.raises(ValueError, match=r"model.decode_max_length \(30 -> 20\)"):
+        check_run_dir(run, card)

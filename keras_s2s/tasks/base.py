@@ -80,6 +80,8 @@ class Task:
         validation_metrics: tuple. What `training.validation.metric` may be (checked with the card).
         data_schema: dict. The card's `data` keys the task reads and the kind of each
             (`keras_s2s.schema`); a card of this task with another key is a CardError.
+        training_schema: dict. The `training` keys of this task alone (translation's
+            `label_smoothing`), beside every task's (`keras_s2s.cards.SCHEMA["training"]`).
         decoding_options: dict. How its models decode (`evaluate`, the commands), with the
             defaults; `decoding` refuses another task's option.
     """
@@ -91,6 +93,7 @@ class Task:
     validation_metric = "loss"
     validation_metrics: tuple = ("loss",)
     data_schema: dict = {}
+    training_schema: dict = {}
     decoding_options: dict = {}
 
     def decoding(self, **given) -> dict:

@@ -21,7 +21,7 @@ from keras_s2s.losses import SmoothedCrossEntropy
 from keras_s2s.metrics import MaskedAccuracy, score
 from keras_s2s.models import Seq2SeqLM
 from keras_s2s.padding import pad_multiple_for
-from keras_s2s.schema import COUNT, Choice, Optional, Subset
+from keras_s2s.schema import COUNT, Choice, Number, Optional, Subset
 from keras_s2s.tasks.base import CORPUS_SCHEMA, PreparedTask, Task, require_test_split, write_card
 from keras_s2s.text.tokenizer import (
     load_run_tokenizer,
@@ -152,6 +152,7 @@ class Translation(Task):
     model_class = Seq2SeqLM
     command = "translate"
     noun = "a translation model"
+    training_schema = {"label_smoothing": Number(0, 0.99)}  # label-smoothed cross-entropy
     validation_metric = "bleu"
     validation_metrics = ("bleu", "chrf", "loss")
 
@@ -166,8 +167,6 @@ class Translation(Task):
         # the size the tokenizer will learn
         if "vocab_size" not in card.model and "vocab_size" in card.data:
             arguments["vocab_size"] = card.data["vocab_size"]
-        if "decode_max_length" in card.training:
-            arguments["decode_max_length"] = card.training["decode_max_length"]
         if tokenizer is not None:
             arguments["vocab_size"] = tokenizer.vocab_size
             arguments["source_vocab_size"] = (

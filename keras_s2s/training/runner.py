@@ -42,7 +42,7 @@ import yaml
 
 from keras_s2s import tasks, zoo
 from keras_s2s.backend import is_tensorflow, outside_distribution, tensorflow_available
-from keras_s2s.cards import Card
+from keras_s2s.cards import Card, moved_settings
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.encoded import settings_of_folder
 from keras_s2s.data.fitting import settings_to_fit
@@ -117,7 +117,8 @@ def check_run_dir(out: Path, card) -> None:
     if not saved_path.exists():
         return
     try:
-        saved = _flatten(yaml.safe_load(saved_path.read_text()) or {})
+        saved = yaml.safe_load(saved_path.read_text()) or {}
+        saved = _flatten(moved_settings(saved) if isinstance(saved, dict) else {})
     except (yaml.YAMLError, UnicodeDecodeError, RecursionError) as error:
         raise ValueError(f"{saved_path}: not a readable card ({str(error)[:120]})") from None
     current = _flatten(card.to_dict())
