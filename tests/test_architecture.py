@@ -16,6 +16,7 @@ LAYERS = {
     "home": 0,
     "files": 0,
     "token_ids": 0,
+    "progress": 0,
     "config": 1,
     "backend": 1,
     "padding": 1,
@@ -39,7 +40,8 @@ LAYERS = {
     "zoo": 9,
     "export": 9,
     "training": 10,
-    "cli": 11,
+    "commands": 11,
+    "cli": 12,
 }
 
 

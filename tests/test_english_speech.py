@@ -132,11 +132,12 @@ def _espeak_crashes_on(rendition) -> bool:
 def test_an_utterance_that_crashes_espeak_is_spoken_by_the_plain_voice(tmp_path):
     if not _espeak_crashes_on(CRASHING):
         pytest.skip("this eSpeak NG no longer crashes on the known combination")
-    from keras_s2s.corpora.english_speech import ShardJob, _Progress, _run_in_processes
+    from keras_s2s.corpora.english_speech import ShardJob, _run_in_processes
+    from keras_s2s.progress import Progress
 
     fine = Rendition("a red dog.", "a red dog", "en-US+f2", 160, 50, 50)
     job = ShardJob(tmp_path, "train-00000", [fine, CRASHING, fine], 16000)
-    _run_in_processes([job], 1, _Progress(3, 0, show=False))
+    _run_in_processes([job], 1, Progress(3, "utterances", "synthesizing", show=False))
     with open(tmp_path / "train-00000" / "shard.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert [r["voice"] for r in rows] == ["en-US+f2", "en-US", "en-US+f2"]

@@ -155,9 +155,10 @@ def _float32_size(model, tmp_path):
 
 
 def test_the_command_line_exports_and_translates_with_either_engine(
-    ctranslate2, trained, tmp_path, capsys
+    ctranslate2, trained, tmp_path, capsys, caplog
 ):
     out, model, sources, _ = trained
+    caplog.set_level("INFO", logger="keras_s2s")
     (tmp_path / "in.txt").write_text("\n".join(sources[:8]) + "\n")
     for engine in ("native", "ctranslate2"):
         argv = ["translate", "--model", str(out), "--input", str(tmp_path / "in.txt"),
@@ -166,6 +167,7 @@ def test_the_command_line_exports_and_translates_with_either_engine(
             argv.append("--no-loop-guard")  # like for like: CTranslate2 has no loop guard
         assert main(argv) == 0
     assert (tmp_path / "native.txt").read_text() == (tmp_path / "ctranslate2.txt").read_text()
+    assert "CTranslate2 decodes without the loop guard" in caplog.text, "said, not silently dropped"
     assert (out / "ctranslate2" / "model.bin").is_file(), (
         "the run's export is kept for the next call"
     )

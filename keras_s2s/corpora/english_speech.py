@@ -74,6 +74,7 @@ from keras_s2s.corpora.flite import synthesize_flite
 from keras_s2s.corpora.rhvoice import rhvoice_voices as rhvoice_voices_here
 from keras_s2s.corpora.rhvoice import synthesize_rhvoice
 from keras_s2s.files import atomic_write, read_text
+from keras_s2s.progress import Progress
 from keras_s2s.text.corpus import CorpusError
 
 log = logging.getLogger("keras_s2s")
@@ -301,12 +302,13 @@ class EnglishSpeech:
         done = total - sum(len(s[2]) for s in todo)
         if done:
             log.info("resuming %s: %d of %d utterances already synthesized", folder, done, total)
-        bar = _Progress(total, done, sys.stderr.isatty() if progress is None else progress)
+        bar = Progress(total, "utterances", verb="synthesizing", show=progress, done=done)
         jobs = [ShardJob(folder / "shards", name, rs, self.sample_rate) for name, _, rs in todo]
         try:
             _run_in_processes(jobs, workers, bar)
         finally:
             bar.close()  # its line ends before an error is printed
+            log.info("synthesized %d utterances in %.0f s", bar.done - bar.first, bar.seconds)
         for split in SPLITS:
             rows = [
                 row
@@ -477,7 +479,7 @@ def _run_in_processes(jobs: list, workers: int, bar) -> None:
                 process, job, plain, job_file = entry
                 job_file.unlink(missing_ok=True)
                 if process.returncode == 0:
-                    bar.advance(len(job.renditions))
+                    bar(len(job.renditions))
                 elif process.returncode == DISK_FULL_EXIT:  # the finished shards stay: resumable
                     raise OSError(errno.ENOSPC, "No space left on device", str(job.folder))
                 elif -process.returncode in CRASH_SIGNALS:
@@ -587,35 +589,6 @@ def voices_of(folder: str | Path, split: str = "test") -> dict[str, str]:
         with open(shard, newline="", encoding="utf-8") as handle:
             voices.update((row["wav_filename"], row["voice"]) for row in csv.DictReader(handle))
     return voices
-
-
-class _Progress:
-    """`synthesizing: 12,000/60,000 utterances (20%), 85/s, 9m left` on one line of stderr."""
-
-    def __init__(self, total: int, done: int, show: bool):
-        self.total, self.done, self.show = total, done, show
-        self.start, self.first = time.time(), done
-
-    def advance(self, count: int) -> None:
-        self.done += count
-        if not self.show:
-            return
-        rate = (self.done - self.first) / max(time.time() - self.start, 1e-9)
-        left = (self.total - self.done) / rate if rate else 0
-        print(
-            f"\rsynthesizing: {self.done:,}/{self.total:,} utterances "
-            f"({100 * self.done / self.total:.0f}%), {rate:.0f}/s, {left / 60:.0f}m left",
-            end="",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    def close(self) -> None:
-        if self.show:
-            print(file=sys.stderr)
-        log.info(
-            "synthesized %d utterances in %.0f s", self.done - self.first, time.time() - self.start
-        )
 
 
 def _main(job_file: str) -> None:

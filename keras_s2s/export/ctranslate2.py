@@ -203,6 +203,27 @@ class DamagedExport(ValueError):
     """A CTranslate2 export directory whose model or tokenizers do not load."""
 
 
+def decoding_options(given: dict) -> dict:
+    """The translation task's decoding options with `given` (the flags a person set) that
+    CTranslate2 honours: a coverage penalty is refused by name; it has no loop guard, which it says
+    when it decodes without one by default.
+
+    Example:
+        >>> decoding_options({"beam_width": 4})
+        {'beam_width': 4, 'length_penalty': 1.0}
+    """
+    from keras_s2s import tasks
+
+    if given.get("coverage_penalty"):
+        raise ValueError("--coverage-penalty is a native-engine option (CTranslate2 has none)")
+    if given.get("loop_guard") is None:
+        log.info("CTranslate2 decodes without the loop guard (the native engine has it)")
+    options = tasks.get("translation").decoding(**given)
+    for native_only in ("coverage_penalty", "loop_guard"):
+        options.pop(native_only)
+    return options
+
+
 def translator_for(path: str | Path, compute_type: str = "default", threads: int = 0):
     """A `CTranslate2Translator` for an export directory, or for a run directory (its model is exported
     once, in float32, to `RUN/ctranslate2/`; `compute_type` quantizes when loading).
