@@ -53,3 +53,20 @@ class SmoothedCrossEntropy(keras.losses.Loss):
 
     def get_config(self):
         return {**super().get_config(), "label_smoothing": self.label_smoothing}
+
+
+def guided_attention_loss(alignment, text, mel_lengths, reduction_factor: int, width: float):
+    """Tacotron 2's attention mass off the diagonal band, per real decoder step: the mean over steps
+    t < T of sum_n a[t, n] * (1 - exp(-(n/N - t/T)^2 / 2g^2)), in [0, 1) (Tachibana et al. 2018),
+    for alignments [B, steps, L] of character ids `text` [B, L] (0 = padding), mel frames
+    `mel_lengths` [B], `reduction_factor` frames a step and g = `width`."""
+    steps, length = ops.shape(alignment)[1], ops.shape(alignment)[2]
+    text_lengths = ops.cast(ops.sum(ops.cast(ops.not_equal(text, 0), "int32"), axis=1), "float32")
+    step_lengths = ops.cast((mel_lengths + reduction_factor - 1) // reduction_factor, "float32")
+    t = ops.cast(ops.arange(steps), "float32")[None, :, None] / step_lengths[:, None, None]
+    n = ops.cast(ops.arange(length), "float32")[None, None, :] / text_lengths[:, None, None]
+    g = width
+    penalty = 1.0 - ops.exp(-ops.square(n - t) / (2.0 * g * g))
+    real = ops.cast((t < 1.0) & (n < 1.0), "float32")
+    real_steps = ops.sum(ops.cast(t[..., 0] < 1.0, "float32"))
+    return ops.sum(ops.cast(alignment, "float32") * penalty * real) / ops.maximum(real_steps, 1.0)

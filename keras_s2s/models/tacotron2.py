@@ -13,8 +13,11 @@ the mel MSE before and after the post-net over real frames, the stop-token
 binary cross-entropy over real steps and a few silent steps after them, and
 optionally the guided-attention loss (Tachibana et al. 2018), which makes
 attention diagonal within a few hundred steps.
-`infer` runs the decoder autoregressively in one `tf.function` until every
+`infer` runs the decoder autoregressively in one compiled loop until every
 utterance's stop probability passes `stop_threshold` or `max_decoder_steps`.
+This file holds the layers, the encoder, one decoder step and the losses; the
+loops over the steps (one per backend) are in `models/tacotron_loops.py`, the
+guided-attention loss in `losses.py`.
 
 Example:
     >>> model = keras_s2s.zoo.load("tacotron2_demo")
@@ -31,34 +34,13 @@ import keras
 import numpy as np
 from keras import ops
 
-from keras_s2s.backend import compile_with_weights, is_tensorflow, tf
 from keras_s2s.config import check_count
-from keras_s2s.layers import recurrent
 from keras_s2s.layers.dropout import Dropout
-from keras_s2s.layers.recurrent import LSTM, LoopLSTMCell
+from keras_s2s.layers.recurrent import LSTM
 from keras_s2s.layers.tacotron import ConvStack, LocationSensitiveAttention, Prenet
+from keras_s2s.losses import guided_attention_loss
 from keras_s2s.models.base import FunctionCache, ZooModel, deserialize_assets, serialize_assets
-
-
-def _keras_cell(cell, training):
-    """A Keras LSTMCell as a function (inputs, (h, c)) -> (h, c)."""
-
-    def run(inputs, state):
-        h, (_, c) = cell(ops.concatenate(inputs, -1), list(state), training=training)
-        return h, c
-
-    return run
-
-
-def _loop_step(cell: LoopLSTMCell, time, saved_inputs: list):
-    """`cell`'s step at `time` as a function (inputs, (h, c)) -> (h, c); appends its x to `saved_inputs`."""
-
-    def run(inputs, state):
-        h, c, x = cell.step(time, inputs, state)
-        saved_inputs.append(x)
-        return h, c
-
-    return run
+from keras_s2s.models.tacotron_loops import inference_function, keras_cell, teacher_forced
 
 
 @keras.saving.register_keras_serializable(package="keras_s2s")
@@ -263,8 +245,8 @@ class Tacotron2(ZooModel):
         """
         attention_h, attention_c, decoder_h, decoder_c, context, weights, cumulative = state
         attention_cell, decoder_cell = cells or (
-            _keras_cell(self.attention_lstm, training),
-            _keras_cell(self.decoder_lstm, training),
+            keras_cell(self.attention_lstm, training),
+            keras_cell(self.decoder_lstm, training),
         )
         attention_h, attention_c = attention_cell(
             [frame_features, context], (attention_h, attention_c)
@@ -315,8 +297,9 @@ class Tacotron2(ZooModel):
             axis=1,
         )
         features = ops.transpose(self.prenet(previous, training=training), (1, 0, 2))
-        loop = self._while_loop if is_tensorflow() else self._scan
-        outputs, alignments = loop(features, memory, keys, mask, training, steps, batch)
+        outputs, alignments = teacher_forced(
+            self, features, memory, keys, mask, training, steps, batch
+        )
         mel_out = ops.reshape(self.frame_projection(outputs), (batch, steps * r, self.num_mels))[
             :, :frames
         ]
@@ -331,74 +314,6 @@ class Tacotron2(ZooModel):
             "stop": self.stop_projection(outputs)[..., 0],
             "alignment": alignments,
         }
-
-    def _scan(self, features, memory, keys, mask, training, steps, batch):
-        """The teacher-forced decoder loop as `keras.ops.scan` (JAX): outputs [B, steps, D] and
-        alignments [B, steps, L]. The LSTM outputs' dropout masks are drawn before the loop (a draw
-        inside a compiled scan would repeat one mask)."""
-        s, dtype = self.settings, self.compute_dtype
-        rate = self.lstm_dropout.rate
-        if training and rate > 0:
-            masks = tuple(
-                keras.random.dropout(
-                    ops.ones((steps, batch, units), dtype),
-                    rate,
-                    seed=self.lstm_dropout.seed_generator,
-                )
-                for units in (s["attention_lstm_units"], s["decoder_lstm_units"])
-            )
-        else:
-            masks = tuple(
-                ops.ones((steps, 1, units), dtype)
-                for units in (s["attention_lstm_units"], s["decoder_lstm_units"])
-            )
-
-        def body(state, step_inputs):
-            frame_features, *step_masks = step_inputs
-            state, output, weights = self.decoder_step(
-                frame_features, state, memory, keys, mask, training, masks=step_masks
-            )
-            return state, (output, weights)
-
-        _, (outputs, alignments) = ops.scan(body, self.initial_state(memory), (features, *masks))
-        return ops.transpose(outputs, (1, 0, 2)), ops.transpose(alignments, (1, 0, 2))
-
-    def _while_loop(self, features, memory, keys, mask, training, steps, batch):
-        """The teacher-forced decoder loop as `tf.while_loop` with the hoisted LSTM cells (TensorFlow)."""
-        feature_ta = tf.TensorArray(features.dtype, size=steps).unstack(features)
-        outputs = tf.TensorArray(self.compute_dtype, size=steps)
-        alignments = tf.TensorArray("float32", size=steps)
-        loop_cells, saved = [], []
-        if all(
-            recurrent.cell_hoisting_applies(c, training)
-            for c in (self.attention_lstm, self.decoder_lstm)
-        ):
-            loop_cells = [
-                LoopLSTMCell(self.attention_lstm, known=features),
-                LoopLSTMCell(self.decoder_lstm, steps=steps, batch=batch),
-            ]
-            saved = [tf.TensorArray(self.compute_dtype, size=steps) for _ in loop_cells]
-
-        def body(i, state, outputs, alignments, saved):
-            inputs, cells = [], None
-            if loop_cells:
-                cells = [_loop_step(cell, i, inputs) for cell in loop_cells]
-            state, output, weights = self.decoder_step(
-                feature_ta.read(i), state, memory, keys, mask, training, cells
-            )
-            saved = [ta.write(i, x) for ta, x in zip(saved, inputs)]
-            return i + 1, state, outputs.write(i, output), alignments.write(i, weights), saved
-
-        # XLA bounds the loop's TensorArrays by it
-        _, _, outputs, alignments, saved = tf.while_loop(
-            lambda i, *_: i < steps,
-            body,
-            (0, self.initial_state(memory), outputs, alignments, saved),
-            maximum_iterations=steps,
-        )
-        for cell, ta in zip(loop_cells, saved):
-            cell.finish(ta.stack())
-        return tf.transpose(outputs.stack(), [1, 0, 2]), tf.transpose(alignments.stack(), [1, 0, 2])
 
     def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
         """Mel MSE before + after the post-net over real frames, stop-token BCE over the real steps and
@@ -424,7 +339,9 @@ class Tacotron2(ZooModel):
             stop_target, ops.cast(y_pred["stop"], "float32"), from_logits=True
         )
         stop_loss = ops.sum(stop_losses * weights) / ops.sum(counted)
-        attention_loss = self.guided_attention_loss(y_pred["alignment"], x["text"], lengths)
+        attention_loss = guided_attention_loss(
+            y_pred["alignment"], x["text"], lengths, r, self.settings["guided_attention_width"]
+        )
         loss = (
             mel_loss + postnet_loss + stop_loss + self.settings["guided_attention"] * attention_loss
         )
@@ -436,151 +353,7 @@ class Tacotron2(ZooModel):
             loss = loss + ops.sum(self.losses)
         return loss
 
-    def guided_attention_loss(self, alignment, text, mel_lengths):
-        """Attention mass off the diagonal band, per real decoder step: the mean over steps t < T of
-        sum_n a[t, n] * (1 - exp(-(n/N - t/T)^2 / 2g^2)), in [0, 1) (Tachibana et al. 2018)."""
-        steps, length = ops.shape(alignment)[1], ops.shape(alignment)[2]
-        text_lengths = ops.cast(
-            ops.sum(ops.cast(ops.not_equal(text, 0), "int32"), axis=1), "float32"
-        )
-        step_lengths = ops.cast(
-            (mel_lengths + self.reduction_factor - 1) // self.reduction_factor, "float32"
-        )
-        t = ops.cast(ops.arange(steps), "float32")[None, :, None] / step_lengths[:, None, None]
-        n = ops.cast(ops.arange(length), "float32")[None, None, :] / text_lengths[:, None, None]
-        g = self.settings["guided_attention_width"]
-        penalty = 1.0 - ops.exp(-ops.square(n - t) / (2.0 * g * g))
-        real = ops.cast((t < 1.0) & (n < 1.0), "float32")
-        real_steps = ops.sum(ops.cast(t[..., 0] < 1.0, "float32"))
-        return ops.sum(ops.cast(alignment, "float32") * penalty * real) / ops.maximum(
-            real_steps, 1.0
-        )
-
     # --- inference --------------------------------------------------------------------------------
-
-    def _loop_inference(self, text, max_steps: int, prenet_masks):
-        """Free-running decoding as `keras.ops.while_loop` with preallocated outputs (JAX: `max_steps`
-        a Python int; the pre-net's always-on dropout masks [max_steps, B, units] drawn outside)."""
-        memory, mask = self.encode(text, training=False)
-        keys = self.attention.keys(memory)
-        batch, r, m = ops.shape(text)[0], self.reduction_factor, self.num_mels
-        threshold = self.settings["stop_threshold"]
-
-        def keep_going(i, previous, state, done, *_):
-            return ops.logical_and(i < max_steps, ops.logical_not(ops.all(done)))
-
-        def body(i, previous, state, done, lengths, frames, alignments):
-            features = self.prenet(
-                previous, masks=[ops.take(masks, i, axis=0) for masks in prenet_masks]
-            )
-            state, output, weights = self.decoder_step(features, state, memory, keys, mask)
-            step_frames = ops.reshape(self.frame_projection(output), (batch, r, m))
-            stop = ops.sigmoid(ops.cast(self.stop_projection(output)[:, 0], "float32")) > threshold
-            lengths = ops.where(ops.logical_and(stop, ops.logical_not(done)), (i + 1) * r, lengths)
-            frames = ops.slice_update(
-                frames, (i, 0, 0, 0), ops.cast(step_frames, frames.dtype)[None]
-            )
-            alignments = ops.slice_update(alignments, (i, 0, 0), weights[None])
-            return (
-                i + 1,
-                step_frames[:, -1],
-                state,
-                ops.logical_or(done, stop),
-                lengths,
-                frames,
-                alignments,
-            )
-
-        loop_vars = (
-            ops.convert_to_tensor(0, "int32"),
-            ops.zeros((batch, m), self.compute_dtype),
-            self.initial_state(memory),
-            ops.zeros((batch,), "bool"),
-            ops.full((batch,), max_steps * r, "int32"),
-            ops.zeros((max_steps, batch, r, m), self.compute_dtype),
-            ops.zeros((max_steps, batch, ops.shape(memory)[1]), "float32"),
-        )
-        *_, lengths, frames, alignments = ops.while_loop(keep_going, body, loop_vars)
-        mel = ops.reshape(ops.transpose(frames, (1, 0, 2, 3)), (batch, max_steps * r, m))
-        keep = (ops.arange(max_steps * r)[None, :] < lengths[:, None])[:, :, None]
-        mel = ops.cast(self.postnet_residual(mel, keep=keep), "float32")
-        return mel, lengths, ops.transpose(alignments, (1, 0, 2))
-
-    def _inference(self):
-        if not is_tensorflow():
-            if "loop" not in self._functions:
-                self._functions["loop"] = compile_with_weights(
-                    self, self._loop_inference, static_argnames=("max_steps",)
-                )
-            loop = self._functions["loop"]
-
-            def infer(text, max_steps):
-                masks = self.prenet.draw_masks((int(max_steps), len(text)), np.random.default_rng())
-                return loop(text, max_steps=int(max_steps), prenet_masks=masks)
-
-            return infer
-        if "infer" not in self._functions:
-
-            def infer(text, max_steps):
-                memory, mask = self.encode(text, training=False)
-                keys = self.attention.keys(memory)
-                batch, r = ops.shape(text)[0], self.reduction_factor
-                frames = tf.TensorArray(self.compute_dtype, size=0, dynamic_size=True)
-                alignments = tf.TensorArray("float32", size=0, dynamic_size=True)
-                lengths = tf.fill([batch], max_steps * r)
-                threshold = self.settings["stop_threshold"]
-
-                def body(i, previous, state, done, lengths, frames, alignments):
-                    state, output, weights = self.decoder_step(
-                        self.prenet(previous), state, memory, keys, mask
-                    )
-                    step_frames = ops.reshape(
-                        self.frame_projection(output), (batch, r, self.num_mels)
-                    )
-                    stop = (
-                        ops.sigmoid(ops.cast(self.stop_projection(output)[:, 0], "float32"))
-                        > threshold
-                    )
-                    lengths = tf.where(stop & ~done, (i + 1) * r, lengths)
-                    return (
-                        i + 1,
-                        step_frames[:, -1],
-                        state,
-                        done | stop,
-                        lengths,
-                        frames.write(i, step_frames),
-                        alignments.write(i, weights),
-                    )
-
-                _, _, _, _, lengths, frames, alignments = tf.while_loop(
-                    lambda i, previous, state, done, *_: (i < max_steps) & ~tf.reduce_all(done),
-                    body,
-                    (
-                        0,
-                        ops.zeros((batch, self.num_mels), self.compute_dtype),
-                        self.initial_state(memory),
-                        tf.zeros([batch], tf.bool),
-                        lengths,
-                        frames,
-                        alignments,
-                    ),
-                )
-                steps = frames.size()
-                mel = ops.reshape(
-                    tf.transpose(frames.stack(), [1, 0, 2, 3]), (batch, steps * r, self.num_mels)
-                )
-                keep = (ops.arange(steps * r)[None, :] < lengths[:, None])[:, :, None]
-                mel = ops.cast(self.postnet_residual(mel, keep=keep), "float32")
-                return mel, lengths, tf.transpose(alignments.stack(), [1, 0, 2])
-
-            self._functions["infer"] = tf.function(
-                infer,
-                input_signature=[
-                    tf.TensorSpec([None, None], tf.int32),
-                    tf.TensorSpec([], tf.int32),
-                ],
-            )
-        return self._functions["infer"]
 
     def infer(
         self, texts: list[str], max_decoder_steps: int | None = None, normalize: bool = True
@@ -612,7 +385,7 @@ class Tacotron2(ZooModel):
             batch[row, : len(sequence)] = sequence
         limit = int(max_decoder_steps or self.settings["max_decoder_steps"])
         mel, lengths, alignments = (
-            ops.convert_to_numpy(t) for t in self._inference()(batch, np.int32(limit))
+            ops.convert_to_numpy(t) for t in inference_function(self)(batch, np.int32(limit))
         )
         r = self.reduction_factor
         return [
