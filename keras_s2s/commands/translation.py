@@ -135,7 +135,12 @@ def _translate_lines(args, model, options) -> None:
     lines = _text_lines(source, args.input or "stdin")
     try:
         if args.output:
-            atomic_write(args.output, lambda path: _write_translations(path, lines, model, options))
+
+            def write(path):
+                with open(path, "w", encoding="utf-8") as handle:
+                    _write_translations(handle, lines, model, options)
+
+            atomic_write(args.output, write)
         else:
             _write_translations(sys.stdout, lines, model, options)
     finally:
@@ -145,10 +150,7 @@ def _translate_lines(args, model, options) -> None:
 
 
 def _write_translations(out, lines, model, options) -> None:
-    """Each chunk of `lines` translated and written to `out` (a stream, or a path to open)."""
-    if not hasattr(out, "write"):
-        with open(out, "w", encoding="utf-8") as handle:
-            return _write_translations(handle, lines, model, options)
+    """Each chunk of `lines` translated and written to the stream `out`."""
     first = 1
     for chunk in _chunks(lines, options["batch_size"] * 16):
         out.writelines(text + "\n" for text in model.translate(chunk, first_line=first, **options))

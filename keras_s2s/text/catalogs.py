@@ -19,6 +19,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import html
 import re
@@ -320,8 +321,8 @@ def _spliced(path: Path, catalog, filled: list) -> bytes:
         if id(entry) not in rewritten:
             continue
         first = entry.linenum - 1
-        later = [start for start in starts if start > first]
-        last = later[0] if later else len(lines)
+        following = bisect.bisect_right(starts, first)  # the next entry's first line
+        last = starts[following] if following < len(starts) else len(lines)
         while last > first and not lines[last - 1].strip():
             last -= 1
         text = entry.__unicode__(wrapwidth=catalog.wrapwidth)
