@@ -37,6 +37,7 @@ from benchlib import interleaved_step_times, median_seconds  # noqa: E402
 from keras_s2s import zoo  # noqa: E402
 from keras_s2s.audio.augment import augment_audio, augment_features, check_augment  # noqa: E402
 from keras_s2s.audio.features import FeatureExtractor, librosa_features  # noqa: E402
+from keras_s2s.data.batches import Batching
 from keras_s2s.data.speech import (  # noqa: E402
     make_speech_dataset,
     read_speech_splits,
@@ -128,9 +129,8 @@ def corpus_step_times(card_name: str, corpus: str, settings: dict, steps: int, r
             usable,
             model.extractor,
             model.vocabulary,
-            batch_size=card.data["batch_size"],
-            repeat=True,
             augment=chosen,
+            batching=Batching(batch_size=card.data["batch_size"], repeat=True),
         )
         batches[name] = iter(dataset)
         model.train_on_batch(*next(batches[name]))  # trace this batch shape family

@@ -41,9 +41,10 @@ keras.utils.set_random_seed(0)""",
         """md:## Data
 
 `load_parallel_data` generates the demo corpus, learns a SentencePiece vocabulary and builds bucketed
-`tf.data` pipelines. Any `tf.data.Dataset` of `({"source", "target_in"}, target)` batches works with `fit`.""",
+`tf.data` pipelines; a `Batching` plan says how (batch size, shuffling, repetition, padding, seed). Any `tf.data.Dataset` of `({"source", "target_in"}, target)` batches works with `fit`.""",
         """data = keras_s2s.data.load_parallel_data("demo", num_train=3000, num_valid=64, num_test=24,
-                                         vocab_size=800, batch_size=64, max_length=48)
+                                         vocab_size=800, max_length=48,
+                                         batching=keras_s2s.data.Batching(batch_size=64))
 print(data.tokenizer.vocab_size, "subwords;", data.test_sources[0], "->", data.test_targets[0])""",
         """md:## Model and training
 
@@ -122,7 +123,8 @@ print("an old CPU:", precision.choose_precision([], {"avx2"}))""",
 Under a mixed policy, layers compute in 16 bits but their variables, the logits, the attention softmax
 and the loss stay float32.""",
         """data = keras_s2s.data.load_parallel_data("demo", num_train=2000, num_valid=32, num_test=16,
-                                         vocab_size=500, batch_size=32, max_length=40)
+                                         vocab_size=500, max_length=40,
+                                         batching=keras_s2s.data.Batching(batch_size=32))
 model = keras_s2s.zoo.load("transformer_demo", tokenizer=data.tokenizer, num_layers=1, d_model=32,
                            num_heads=2, ffn_dim=64, precision="mixed_bfloat16")
 inputs, labels = next(iter(data.train))
@@ -149,8 +151,9 @@ builds and compiles inside its scope; the card's batch size is the global batch.
         """devices = [d.name for d in tf.config.list_logical_devices("CPU")]
 strategy = keras_s2s.distribution.get_strategy("mirrored", devices=devices)
 print(strategy.num_replicas_in_sync, "replicas on", devices)
+plan = keras_s2s.data.Batching(batch_size=32, repeat=True, drop_remainder=True)
 data = keras_s2s.data.load_parallel_data("demo", num_train=2000, num_valid=32, num_test=16, vocab_size=500,
-                                         batch_size=32, max_length=40, repeat=True, drop_remainder=True)
+                                         max_length=40, batching=plan)
 model = keras_s2s.zoo.load("gnmt_demo", tokenizer=data.tokenizer, units=32, precision="float32",
                            strategy=strategy)
 history = model.fit(data.train, epochs=1, steps_per_epoch=10, verbose=2)""",
@@ -188,12 +191,12 @@ import tensorflow as tf
 
 import keras_s2s
 from keras_s2s.audio import read_audio
-from keras_s2s.data import load_speech_data
+from keras_s2s.data import Batching, load_speech_data
 from keras_s2s.metrics import error_rates
 
 keras.utils.set_random_seed(0)""",
-        """data = load_speech_data("demo-speech", num_train=400, num_valid=16, num_test=16, batch_size=16,
-                        features={"kind": "logmel", "num_features": 64})
+        """data = load_speech_data("demo-speech", num_train=400, num_valid=16, num_test=16,
+                        features={"kind": "logmel", "num_features": 64}, batching=Batching(batch_size=16))
 utterance = data.train_utterances[0]
 samples = read_audio(utterance.path)
 features = data.extractor(tf.constant(samples)).numpy()
@@ -233,7 +236,7 @@ from IPython.display import Audio
 
 import keras_s2s
 from keras_s2s.text import normalize_text
-from keras_s2s.data import load_tts_data
+from keras_s2s.data import Batching, load_tts_data
 from keras_s2s.decoding import GriffinLim
 
 keras.utils.set_random_seed(0)""",
@@ -246,8 +249,8 @@ The model reads characters, so numbers, abbreviations and symbols are spelled ou
 
 `load_tts_data` reads an LJSpeech-layout folder or a manifest (here the generated `demo-tts` corpus),
 normalizes the text and computes the mel targets once (cached after the first epoch).""",
-        """data = load_tts_data("demo-tts", num_train=160, num_valid=8, num_test=8, batch_size=16, reduction_factor=3,
-                     tail_steps=4)
+        """data = load_tts_data("demo-tts", num_train=160, num_valid=8, num_test=8, reduction_factor=3,
+                     tail_steps=4, batching=Batching(batch_size=16, pad_to_multiple=1))
 inputs, mel = next(iter(data.train))
 print({name: tuple(value.shape) for name, value in inputs.items()})
 plt.figure(figsize=(8, 3))

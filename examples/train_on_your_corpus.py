@@ -15,7 +15,9 @@ import keras
 import keras_s2s
 
 source = sys.argv[1:] if len(sys.argv) > 2 else (sys.argv[1] if len(sys.argv) == 2 else "demo")
-data = keras_s2s.data.load_parallel_data(source, vocab_size=2000, batch_size=64, num_train=20000)
+data = keras_s2s.data.load_parallel_data(
+    source, vocab_size=2000, num_train=20000, batching=keras_s2s.data.Batching(batch_size=64)
+)
 model = keras_s2s.zoo.load(
     "gnmt", tokenizer=data.tokenizer, num_layers=2, units=256, learning_rate=3e-3
 )

@@ -27,6 +27,8 @@ from __future__ import annotations
 import contextlib
 import importlib
 import importlib.util
+import os
+import sys
 
 
 def name() -> str:
@@ -40,7 +42,6 @@ def configured_name() -> str:
     """The backend Keras will start with (KERAS_BACKEND, else ~/.keras/keras.json, else tensorflow),
     read without importing Keras (which would start that backend)."""
     import json
-    import os
 
     if os.environ.get("KERAS_BACKEND"):
         return os.environ["KERAS_BACKEND"]
@@ -102,6 +103,26 @@ def tensorflow_available() -> bool:
         return importlib.util.find_spec("tensorflow") is not None
     except (ImportError, ValueError):
         return False
+
+
+def import_tensorflow_quietly() -> None:
+    """Import TensorFlow without its C++ start-up lines (oneDNN, CUDA probing, CPU features) and with its
+    log level at errors only. Python errors still show; the user's own TF_CPP_MIN_LOG_LEVEL, or
+    `--verbose`, leaves everything as TensorFlow prints it (the caller skips this)."""
+    if "tensorflow" in sys.modules:
+        return
+    if configured_name() != "tensorflow":  # JAX: TensorFlow only where needed (maybe absent)
+        return
+    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    sys.stderr.flush()
+    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)  # the lines come from C++ before TensorFlow reads its log level
+        importlib.import_module("tensorflow")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
 
 
 def lazy_attributes(package: str, public: dict):

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import argparse
 import errno
-import importlib
 import logging
 import os
 import sys
 
+from keras_s2s import backend
 from keras_s2s.commands import runs, speech, synthesis, translation
 from keras_s2s.commands.base import Command
 from keras_s2s.config import CardError, MissingExtra
@@ -63,30 +63,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _import_tensorflow_quietly() -> None:
-    """Import TensorFlow without its C++ start-up lines (oneDNN, CUDA probing, CPU features) and with its
-    log level at errors only. Python errors still show; the user's own TF_CPP_MIN_LOG_LEVEL, or
-    `--verbose`, leaves everything as TensorFlow prints it (the caller skips this)."""
-    if "tensorflow" in sys.modules:
-        return
-    from keras_s2s import backend
-
-    if (
-        backend.configured_name() != "tensorflow"
-    ):  # JAX: TensorFlow only where needed (maybe absent)
-        return
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
-    sys.stderr.flush()
-    saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)  # the lines come from C++ before TensorFlow reads its log level
-        importlib.import_module("tensorflow")
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.WARNING if args.quiet else logging.INFO, format="%(message)s")
@@ -97,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
             and not args.verbose
             and "TF_CPP_MIN_LOG_LEVEL" not in os.environ
         ):
-            _import_tensorflow_quietly()
+            backend.import_tensorflow_quietly()
         return command.run(args) or 0
     except (CardError, FileNotFoundError, ValueError, MissingExtra) as exc:
         print(f"keras-s2s: error: {exc}", file=sys.stderr)

@@ -9,20 +9,18 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from pathlib import Path
 
 import keras
 
 from keras_s2s import tasks
-from keras_s2s.backend import is_tensorflow, tf
 from keras_s2s.cards import Card, card_path, list_models, load_card
 from keras_s2s.config import CardError
 from keras_s2s.distribution.placement import HybridParallel
+from keras_s2s.distribution.runtime import Runtime, runtime_of_card
 from keras_s2s.models import ARCHITECTURES
 from keras_s2s.optimizers import build_optimizer
-from keras_s2s.precision import set_precision
 
 log = logging.getLogger("keras_s2s")
 
@@ -34,52 +32,19 @@ def get_card(name: str, **overrides) -> Card:
 
 
 def compile_model(
-    model: keras.Model, card: Card, policy: str, task: tasks.Task | None = None
+    model: keras.Model, card: Card, runtime: Runtime, task: tasks.Task | None = None
 ) -> keras.Model:
     """Compile `model` with the card's optimizer, schedule and loss-scale settings, and its task's loss and
     metrics (translation: label-smoothed cross-entropy and token accuracy; speech recognizers (CTC) and
     synthesizers (mel + stop token) compute their losses themselves)."""
     training = card.training
     model.compile(
-        optimizer=build_optimizer(training, policy),
+        optimizer=build_optimizer(training, runtime.policy),
         **(task or tasks.of_model(model)).compile_arguments(card),
         steps_per_execution=training.get("steps_per_execution", 1),
-        jit_compile=jit_compile_for(card),
+        jit_compile=runtime.jit_compile(card),
     )
     return model
-
-
-def jit_compile_for(card: Card) -> bool:
-    """Whether training runs compiled: the card's `jit_compile` on TensorFlow (XLA there is a CPU
-    trade-off), always on JAX (op by op is unusably slow there; the card's value means "auto")."""
-    if is_tensorflow():
-        return bool(card.training.get("jit_compile", False))
-    if not card.training.get("jit_compile", False):
-        log.info(
-            "%s: training.jit_compile is a TensorFlow setting; on JAX every step runs compiled",
-            card.name,
-        )
-    return True
-
-
-def _precision_and_scope(card: Card, strategy, policy: str | None = None):
-    """The precision policy (the card's, set now, unless the caller resolved and set it: `policy`);
-    the strategy (or None) and the scope to build in (the strategy's, or the user's current one)."""
-    policy = policy or set_precision(card.training.get("precision", "auto"))
-    if not is_tensorflow():
-        from keras_s2s.distribution.jax_parallel import distribution_for
-
-        wanted = strategy if strategy is not None else card.training.get("strategy", "auto")
-        distribution = distribution_for(wanted, card.path)
-        return policy, distribution, distribution.scope()
-    if strategy is None and not tf.distribute.has_strategy():
-        strategy = card.training.get("strategy", "auto")
-    if strategy is None:  # no strategy given inside a user's `strategy.scope()`: build right there
-        return policy, None, contextlib.nullcontext()
-    from keras_s2s.distribution.strategies import get_strategy
-
-    strategy = get_strategy(strategy, time_chunks=card.training.get("time_chunks", 1))
-    return policy, strategy, strategy.scope()
 
 
 def _place(card: Card, model: keras.Model, strategy) -> None:
@@ -100,35 +65,37 @@ def _place(card: Card, model: keras.Model, strategy) -> None:
 def build_from_card(
     card: Card,
     tokenizer=None,
-    strategy=None,
+    runtime: Runtime | None = None,
     vocabulary=None,
     extractor=None,
     task: tasks.Task | None = None,
-    policy: str | None = None,
 ) -> keras.Model:
-    """Set precision, then build and compile the card's model inside the strategy's scope.
+    """Build and compile the card's model in the runtime's build scope.
 
     Translation models take a `tokenizer`; speech recognizers and
     synthesizers a `vocabulary` and an `extractor` (default: those the card's
-    data part describes). A training run passes the `task` and the `policy`
-    it resolved (and set) once; by default they come from the card.
+    data part describes). A training run passes the `task` and the `runtime`
+    it made once; by default they come from the card (the precision set, the
+    strategy made, or the caller's open strategy scope).
     """
-    policy, strategy, scope = _precision_and_scope(card, strategy, policy)
+    runtime = runtime or runtime_of_card(card)
     task = task or tasks.for_card(card)
     assets = {"tokenizer": tokenizer, "vocabulary": vocabulary, "extractor": extractor}
     kwargs = {**card.model, **task.model_arguments(card, **assets)}
-    with scope:
+    with runtime.build_scope():
         model = ARCHITECTURES[card.architecture](name=card.name, **kwargs)
-        _place(card, model, strategy)
+        _place(card, model, runtime.strategy)
         model.build()
-        compile_model(model, card, policy, task)
+        compile_model(model, card, runtime, task)
     limit = getattr(model, "max_positions_limit", None)
     if limit is not None and card.data.get("max_length", 0) + 1 > limit:  # +1: BOS or EOS
         raise CardError(
             f"{card.path}: data.max_length={card.data['max_length']} needs max_positions >= "
             f"{card.data['max_length'] + 1}, but the model has {limit}"
         )
-    log.info("built %s: %s parameters, policy %s", card.name, f"{model.count_params():,}", policy)
+    log.info(
+        "built %s: %s parameters, policy %s", card.name, f"{model.count_params():,}", runtime.policy
+    )
     return model
 
 
@@ -151,10 +118,12 @@ def load(
         vocabulary, extractor: CharVocabulary, FeatureExtractor | None.
             Speech recognition and synthesis (default: the card's `data.characters` and
             `data.features`); saved with the model.
-        strategy: str | tf.distribute.Strategy | HybridParallel | None. Build
-            inside this strategy's scope. None: the current scope if inside
-            one, else the card's `strategy`. `hybrid` (or a `HybridParallel`)
-            places a GNMT's LSTM layers on devices before building it.
+        strategy: str | strategy object | Runtime | None. Build inside this
+            strategy's scope (a `tf.distribute.Strategy` or `HybridParallel`
+            on TensorFlow, a `KerasDistribution` on JAX). None: the current
+            scope if inside one, else the card's `strategy`. `hybrid` (or a
+            `HybridParallel`) places a GNMT's LSTM layers on devices before
+            building it.
         weights: str | None. A `.weights.h5` file to load after building, or
             a preset: a name registered in the card's `presets`, a preset
             directory, or a `file://` / `https://` URL of a preset archive
@@ -168,7 +137,11 @@ def load(
     if weights and not str(weights).endswith(".weights.h5"):
         return _load_preset(card, str(weights), strategy)
     model = build_from_card(
-        card, tokenizer=tokenizer, strategy=strategy, vocabulary=vocabulary, extractor=extractor
+        card,
+        tokenizer=tokenizer,
+        runtime=runtime_of_card(card, strategy),
+        vocabulary=vocabulary,
+        extractor=extractor,
     )
     if weights:
         model.load_weights(weights)
@@ -316,15 +289,15 @@ def _load_preset(card: Card, weights: str, strategy) -> keras.Model:
     from keras_s2s.presets import load_preset
 
     source, sha256 = _preset_source(card, weights)
-    policy, strategy, scope = _precision_and_scope(card, strategy)
-    if isinstance(strategy, HybridParallel):
+    runtime = runtime_of_card(card, strategy)
+    if isinstance(runtime.strategy, HybridParallel):
         raise CardError(
             f"{card.path}: a preset loads unplaced; for hybrid training copy its weights into a "
             "placed model: zoo.load(name, strategy='hybrid').set_weights(zoo.load(name, "
             "weights=...).get_weights())"
         )
-    with scope:
+    with runtime.build_scope():
         model = load_preset(source, sha256)
-        compile_model(model, card, policy)
+        compile_model(model, card, runtime)
     log.info("loaded preset %s for %s", weights, card.name)
     return model

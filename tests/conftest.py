@@ -69,7 +69,7 @@ def float32_policy():
 @pytest.fixture(scope="session")
 def demo_data():
     """A small demo task shared by the tests (tokenizer training is the slow part)."""
-    from keras_s2s.data import load_parallel_data
+    from keras_s2s.data import Batching, load_parallel_data
 
     return load_parallel_data(
         "demo",
@@ -77,7 +77,6 @@ def demo_data():
         num_valid=64,
         num_test=32,
         vocab_size=600,
-        batch_size=32,
         max_length=48,
-        repeat=True,
+        batching=Batching(batch_size=32, repeat=True),
     )

@@ -263,7 +263,7 @@ def test_fused_adam_refuses_a_variable_it_was_not_built_for():
 def test_a_loss_scale_rule_trains_under_a_mirrored_strategy():
     from devices import cpu_devices
 
-    from keras_s2s.distribution.strategies import get_strategy
+    from keras_s2s.distribution import get_strategy
 
     settings = {**TINY_GNMT, "strategy": get_strategy("mirrored", devices=cpu_devices())}
     model = zoo.load(
@@ -286,7 +286,7 @@ def mirrored_twins(precision, **settings):
     """One model without and one with accumulation under a MirroredStrategy over the 2 logical CPUs, equal weights."""
     from devices import cpu_devices
 
-    from keras_s2s.distribution.strategies import get_strategy
+    from keras_s2s.distribution import get_strategy
 
     return twin_models(
         precision, **settings, strategy=get_strategy("mirrored", devices=cpu_devices())
@@ -348,7 +348,7 @@ def test_an_overflow_on_one_replica_makes_the_step_non_finite_on_all(algorithm):
     import tensorflow as tf
     from devices import cpu_devices
 
-    from keras_s2s.distribution.strategies import get_strategy
+    from keras_s2s.distribution import get_strategy
     from keras_s2s.precision.loss_scale import build_loss_scale_optimizer
 
     strategy = get_strategy("mirrored", devices=cpu_devices())

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from model_testing import run_model_test
 
+from keras_s2s.data.batches import Batching
+
 BACKEND = keras.backend.backend()
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -131,7 +133,9 @@ def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
         )
         for _ in range(200)
     ]
-    batches = BucketedPairs(pairs, [16, 16, 8, 8], bucket_width=8, shuffle=True, seed=1)
+    batches = BucketedPairs(
+        pairs, [16, 16, 8, 8], bucket_width=8, batching=Batching(shuffle=True, seed=1)
+    )
     seen = []
     for index in range(len(batches)):
         inputs, labels = batches[index]
@@ -145,17 +149,19 @@ def test_bucketed_pairs_serve_every_pair_once_a_pass_in_one_shape_per_bucket():
     assert sorted(seen) == sorted((tuple(s), tuple(t)) for s, t in pairs)
     widths = {(size, width) for size, width in batches.shapes()}
     assert len({width for _, width in widths}) <= 4  # one padded width per bucket
-    endless = BucketedPairs(pairs, [16, 16, 8, 8], drop_remainder=True, repeat=True, seed=1)
+    endless = BucketedPairs(
+        pairs, [16, 16, 8, 8], batching=Batching(drop_remainder=True, repeat=True, seed=1)
+    )
     assert endless.num_batches is None
     first = [endless[i][0]["source"].shape for i in range(len(endless))]
     assert all(shape[0] in (16, 8) for shape in first)
     assert len({endless[i][0]["source"].shape for i in range(3 * len(endless))}) <= 4
     # split over two devices: every batch even (a bucket's last, odd batch loses one pair)
-    halves = BucketedPairs(pairs, [16, 16, 8, 8], shuffle=False, replicas=2)
+    halves = BucketedPairs(pairs, [16, 16, 8, 8], batching=Batching(shuffle=False, replicas=2))
     assert all(len(chunk) % 2 == 0 for _, chunk in halves.batches)
     assert sum(len(chunk) for _, chunk in halves.batches) >= len(pairs) - 4
     with pytest.raises(ValueError, match="cannot be split evenly over 2 devices"):
-        BucketedPairs(pairs, [16, 15, 8, 8], replicas=2)
+        BucketedPairs(pairs, [16, 15, 8, 8], batching=Batching(replicas=2))
 
 
 def test_skipped_bucketed_batches_go_on_with_the_stream_a_resumed_run_would_have_seen():
@@ -167,8 +173,12 @@ def test_skipped_bucketed_batches_go_on_with_the_stream_a_resumed_run_would_have
     pairs = [
         ([int(t) for t in rng.integers(4, 50, rng.integers(1, 20))], [5, 6]) for _ in range(60)
     ]
-    stream = BucketedPairs(pairs, [8, 8, 8], repeat=True, drop_remainder=True, seed=3)
-    resumed = BucketedPairs(pairs, [8, 8, 8], repeat=True, drop_remainder=True, seed=3).skip(5)
+    stream = BucketedPairs(
+        pairs, [8, 8, 8], batching=Batching(repeat=True, drop_remainder=True, seed=3)
+    )
+    resumed = BucketedPairs(
+        pairs, [8, 8, 8], batching=Batching(repeat=True, drop_remainder=True, seed=3)
+    ).skip(5)
     assert len(stream) < 10, "the skipped stream crosses a pass"
     for index in range(12):
         expected, got = stream[5 + index], resumed[index]
@@ -248,7 +258,11 @@ def test_speech_batches_serve_every_utterance_once_a_pass_in_one_shape_per_bucke
     utterances = _tone_utterances(tmp_path, lengths, 16000)
     extractor, vocabulary = FeatureExtractor(num_features=16), CharVocabulary()
     batches = SpeechBatches(
-        utterances, extractor, vocabulary, batch_size=3, shuffle=False, bucket_seconds=0.5
+        utterances,
+        extractor,
+        vocabulary,
+        bucket_seconds=0.5,
+        batching=Batching(batch_size=3, shuffle=False),
     )
     served = {}
     for index in range(len(batches)):
@@ -274,11 +288,11 @@ def test_speech_batches_serve_every_utterance_once_a_pass_in_one_shape_per_bucke
         "time_masks": 1,
         "time_mask_width": 5,
     }
+    plan = Batching(batch_size=2, repeat=True, seed=3, workers=2)
     endless = [
-        SpeechBatches(utterances, extractor, vocabulary, batch_size=2, repeat=True, augment=settings,
-                      bucket_seconds=0.5, seed=3, workers=2)
+        SpeechBatches(utterances, extractor, vocabulary, plan, settings, bucket_seconds=0.5)
         for _ in range(2)
-    ]  # fmt: skip
+    ]
     assert endless[0].num_batches is None
     shapes = set()
     for index in range(3 * len(endless[0])):
@@ -296,8 +310,8 @@ def test_mel_batches_pad_with_silence_past_every_utterance_to_the_reduction_fact
     extractor = mel_extractor(sample_rate=16000, num_features=20)
     utterances = _tone_utterances(tmp_path, [0.3, 0.5, 0.8, 1.1, 0.4], 16000)
     batches = MelBatches(
-        utterances, extractor, tts_vocabulary(), reduction_factor=3, batch_size=2, tail_steps=2,
-        shuffle=True, bucket_seconds=0.5,
+        utterances, extractor, tts_vocabulary(), reduction_factor=3, tail_steps=2,
+        bucket_seconds=0.5, batching=Batching(batch_size=2, pad_to_multiple=1),
     )  # fmt: skip
     silence = np.log(extractor.log_floor)
     for index in range(len(batches)):
@@ -360,7 +374,7 @@ def test_speech_commands_run_without_tensorflow(tmp_path, capsys, monkeypatch):
 
 @pytest.mark.skipif(BACKEND == "tensorflow", reason="tests/test_distribute.py covers TensorFlow")
 def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_device():
-    from keras_s2s.distribution.strategies import describe_strategy, get_strategy
+    from keras_s2s.distribution import describe_strategy, get_strategy
 
     assert len(keras.distribution.list_devices()) == 2  # conftest: two host devices
     mirrored = get_strategy("mirrored")
@@ -379,7 +393,7 @@ def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_d
 
 def test_mirrored_runs_on_the_devices_named_and_refuses_one_that_is_not_here():
     """JAX dropped `--devices` (a run asked for /gpu:3 trained on the CPU, exit 0)."""
-    from keras_s2s.distribution.strategies import describe_strategy, get_strategy
+    from keras_s2s.distribution import describe_strategy, get_strategy
 
     one = get_strategy("mirrored", devices=["/cpu:1"])
     assert describe_strategy(one) == "1 replica(s)"

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from keras_s2s.data import load_parallel_data
+from keras_s2s.data.batches import Batching
 from keras_s2s.data.parallel import read_splits
 from keras_s2s.data.translation import bucket_batch_sizes
 from keras_s2s.text.corpus import CorpusError, read_parallel
@@ -66,7 +67,10 @@ def test_tfds_translation_sets_with_mock_data():
         )
         assert (len(train), len(valid), len(test)) == (40, 5, 40)
         data = load_parallel_data(
-            "tfds:wmt14_translate/de-en", direction="de-en", vocab_size=60, batch_size=8
+            "tfds:wmt14_translate/de-en",
+            direction="de-en",
+            vocab_size=60,
+            batching=Batching(batch_size=8),
         )
         inputs, labels = next(iter(data.train))
         assert inputs["source"].shape[0] <= 8 and labels.shape == inputs["target_in"].shape
@@ -97,9 +101,9 @@ def test_pretokenized_training_data(tmp_path):
         str(tmp_path / "c.tsv"),
         tokenization="pretokenized",
         vocab_size=500,
-        batch_size=16,
         num_valid=10,
         num_test=10,
+        batching=Batching(batch_size=16),
     )
     assert isinstance(data.tokenizer, PretokenizedVocabulary)
     inputs, _ = next(iter(data.train))
@@ -118,7 +122,12 @@ def test_token_based_batching():
 
     tokenizer = SubwordTokenizer.train(list(sources) + list(targets), vocab_size=20)
     ds = make_dataset(
-        list(sources), list(targets), tokenizer, batch_tokens=256, max_length=40, pad_to_multiple=1
+        list(sources),
+        list(targets),
+        tokenizer,
+        batch_tokens=256,
+        max_length=40,
+        batching=Batching(pad_to_multiple=1),
     )
     for inputs, _labels in ds:
         longest = max(inputs["source"].shape[1], inputs["target_in"].shape[1])
@@ -196,7 +205,7 @@ def test_separate_source_and_target_vocabularies(tmp_path):
         vocab_size=260,
         source_vocab_size=200,
         shared_vocabulary=False,
-        batch_size=16,
+        batching=Batching(batch_size=16),
     )
     tokenizer = data.tokenizer
     assert isinstance(tokenizer, TokenizerPair)

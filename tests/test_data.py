@@ -5,6 +5,7 @@ import pytest
 
 from keras_s2s.corpora import DemoCorpus
 from keras_s2s.data import make_dataset
+from keras_s2s.data.batches import Batching
 from keras_s2s.data.parallel import load_parallel_data, read_splits
 from keras_s2s.text import CorpusError, SubwordTokenizer, read_parallel
 from keras_s2s.token_ids import BOS_ID, EOS_ID
@@ -115,11 +116,9 @@ def test_pipeline_pads_buckets_and_shifts(tokenizer):
         sources,
         targets,
         tokenizer,
-        batch_size=16,
         max_length=24,
         bucket_width=8,
-        pad_to_multiple=8,
-        shuffle=True,
+        batching=Batching(batch_size=16, pad_to_multiple=8, shuffle=True),
     )
     seen = 0
     for inputs, labels in ds:
@@ -209,7 +208,11 @@ def test_splits_of_user_files_are_reproducible(tmp_path):
     assert first[:3] == second[:3]
     assert [len(x) for x in first[:3]] == [80, 10, 10]
     data = load_parallel_data(
-        str(tmp_path / "c.tsv"), vocab_size=60, batch_size=8, num_valid=10, num_test=10
+        str(tmp_path / "c.tsv"),
+        vocab_size=60,
+        num_valid=10,
+        num_test=10,
+        batching=Batching(batch_size=8),
     )
     assert len(data.test_pairs) == 10 and data.demo is None
 

@@ -7,7 +7,8 @@ import tensorflow as tf
 from devices import cpu_devices
 
 from keras_s2s import zoo
-from keras_s2s.distribution.strategies import _tf_config_workers, get_strategy
+from keras_s2s.distribution import get_strategy
+from keras_s2s.distribution.strategies import _tf_config_workers
 
 
 def test_named_strategies(monkeypatch):

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from keras_s2s import cli
+from keras_s2s.data.batches import Batching
 from keras_s2s.data.encoded import MANIFEST, TRAIN_FILE, read_encoded_splits
 from keras_s2s.data.parallel import load_parallel_data, read_splits
 from keras_s2s.text.corpus import CorpusError
@@ -56,7 +57,9 @@ def test_a_run_reads_the_same_batches_from_the_encoded_corpus_as_from_the_text(c
     """Same tokenizer, settings and seed: the same training and validation batches, and the encoded
     corpus sets the tokenizer-bound data settings the card records."""
     tokenizer = SubwordTokenizer.load(encoded / "tokenizer.model")
-    settings = dict(batch_size=16, num_train=200, num_valid=8, fit_to_corpus=["max_length"])
+    settings = dict(
+        batching=Batching(batch_size=16), num_train=200, num_valid=8, fit_to_corpus=["max_length"]
+    )
     from_text = load_parallel_data(str(corpus), tokenizer=tokenizer, **settings)
     from_ids = load_parallel_data(str(encoded), vocab_size=9999, **settings)
     assert from_ids.tokenizer.get_config() == tokenizer.get_config()
@@ -82,7 +85,7 @@ def test_a_run_reads_the_same_batches_from_the_encoded_corpus_as_from_the_text(c
 def test_a_resumed_run_refuses_an_encoded_corpus_with_another_vocabulary(encoded):
     other = SubwordTokenizer.train(["a b c d e f g h"] * 50 + ["x y z"] * 50, vocab_size=20)
     with pytest.raises(ValueError, match="tokenizer is not the run's"):
-        load_parallel_data(str(encoded), tokenizer=other, batch_size=8)
+        load_parallel_data(str(encoded), tokenizer=other, batching=Batching(batch_size=8))
 
 
 def test_a_damaged_or_foreign_folder_is_refused_by_name(encoded, tmp_path):

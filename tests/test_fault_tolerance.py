@@ -339,7 +339,7 @@ def test_ctrl_c_offers_to_resume_only_where_a_rerun_resumes(monkeypatch, capsys)
 
 
 def test_a_device_that_does_not_exist_is_refused():
-    from keras_s2s.distribution.strategies import get_strategy
+    from keras_s2s.distribution import get_strategy
 
     with pytest.raises(
         ValueError, match="device '/gpu:3' does not exist here; this process has /device:CPU:0"

@@ -20,7 +20,7 @@ import json, os, sys
 import numpy as np
 sys.path.insert(0, {tests!r})
 os.environ["TF_CONFIG"] = {tf_config!r}
-from keras_s2s.distribution.strategies import get_strategy
+from keras_s2s.distribution import get_strategy
 strategy = get_strategy("multiworker")  # before TensorFlow runs anything
 from test_multiworker import train_tiny_gnmt
 loss, weights = train_tiny_gnmt(strategy)
@@ -37,7 +37,7 @@ sys.path.insert(0, {tests!r})
 import no_tensorflow
 import numpy as np
 os.environ["TF_CONFIG"] = {tf_config!r}
-from keras_s2s.distribution.strategies import get_strategy
+from keras_s2s.distribution import get_strategy
 strategy = get_strategy("multiworker")
 from test_multiworker import train_tiny_gnmt
 loss, weights = train_tiny_gnmt(strategy, rows=({index}, 2), initial={initial!r})
@@ -146,7 +146,7 @@ def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_
     )
     first = identical_results(processes, tmp_path)
 
-    from keras_s2s.distribution.strategies import get_strategy
+    from keras_s2s.distribution import get_strategy
 
     loss, weights = train_tiny_gnmt(get_strategy("default"))  # one process, the same global batches
     assert float(first["loss"]) == pytest.approx(loss, rel=1e-4)
@@ -162,7 +162,7 @@ def test_two_workers_end_with_identical_weights_and_the_single_process_loss(tmp_
 def test_two_jax_workers_end_with_identical_weights_and_the_single_process_loss(tmp_path):
     """The same on JAX's distributed runtime (Gloo on CPUs), against TensorFlow's single process."""
     pytest.importorskip("jax")
-    from keras_s2s.distribution.strategies import get_strategy, tf_config_for
+    from keras_s2s.distribution import get_strategy, tf_config_for
 
     tests = os.path.dirname(os.path.abspath(__file__))
     initial = str(tmp_path / "initial.npz")  # TensorFlow's initial weights, for both backends

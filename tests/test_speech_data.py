@@ -7,6 +7,7 @@ import tensorflow as tf
 from keras_s2s.audio.features import FeatureExtractor, librosa_features
 from keras_s2s.audio.io import AudioError, read_audio, write_wav
 from keras_s2s.audio.manifest import combine_corpora, read_manifest, write_manifest
+from keras_s2s.data.batches import Batching
 from keras_s2s.text.corpus import CorpusError
 
 
@@ -195,9 +196,9 @@ def test_speech_pipeline_batches_features_lengths_and_labels(tmp_path, monkeypat
         num_train=24,
         num_valid=4,
         num_test=4,
-        batch_size=8,
         features={"kind": "logmel", "num_features": 40},
         augment={"speed": [0.9, 1.1], "freq_masks": 1, "freq_mask_width": 5},
+        batching=Batching(batch_size=8),
     )
     assert len(data.train_utterances) == 24 and len(data.test_utterances) == 4
     inputs, labels = next(iter(data.train))
@@ -253,9 +254,9 @@ def test_subword_vocabulary_for_ctc(tmp_path, monkeypatch):
         num_train=60,
         num_valid=4,
         num_test=4,
-        batch_size=8,
         vocabulary="subword",
         vocab_size=80,
+        batching=Batching(batch_size=8),
     )
     vocab = data.vocabulary
     assert isinstance(vocab, SubwordVocabulary) and vocab.vocab_size <= 80
@@ -300,4 +301,4 @@ def test_an_unreadable_test_file_is_refused_before_training(tmp_path):
         match=r"test: 1 of 2 utterances cannot be read, e\.g\. .*5\.wav \(line 3\): "
         "unreadable audio",
     ):
-        load_speech_data(str(tmp_path), num_valid=0, batch_size=2)
+        load_speech_data(str(tmp_path), num_valid=0, batching=Batching(batch_size=2))

@@ -11,6 +11,7 @@ from tiny import TINY_TACOTRON
 from keras_s2s import cli, tasks, zoo
 from keras_s2s.audio.io import read_audio, write_wav
 from keras_s2s.audio.manifest import read_ljspeech
+from keras_s2s.data.batches import Batching
 from keras_s2s.data.tts import load_tts_data, mel_extractor, tts_vocabulary
 from keras_s2s.decoding.vocoder import GriffinLim
 from keras_s2s.models import Tacotron2
@@ -177,7 +178,12 @@ def test_pipeline_batches_characters_and_mel_targets_and_skips_empty_text(tmp_pa
     folder = make_ljspeech(tmp_path / "lj", rows)
     with caplog.at_level(logging.WARNING, logger="keras_s2s"):
         data = load_tts_data(
-            str(folder), batch_size=4, num_valid=2, num_test=2, reduction_factor=3, tail_steps=2
+            str(folder),
+            num_valid=2,
+            num_test=2,
+            reduction_factor=3,
+            tail_steps=2,
+            batching=Batching(batch_size=4, pad_to_multiple=1),
         )
     assert "empty transcript" in caplog.text  # "..." and "" have nothing to say
     assert len(data.train_utterances) + len(data.valid_utterances) + len(data.test_utterances) == 20

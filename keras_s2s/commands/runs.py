@@ -187,16 +187,13 @@ def _average(args) -> None:
 
 
 def _export(args) -> None:
-    from keras_s2s import backend, tasks
+    from keras_s2s import tasks
+    from keras_s2s.distribution.runtime import runtime_class
     from keras_s2s.files import atomic_write
     from keras_s2s.training.runner import load_model
 
-    if args.format == "saved_model" and backend.configured_name() != "tensorflow":
-        raise ValueError(
-            f"--format saved_model needs Keras's TensorFlow backend (this runs on "
-            f"{backend.configured_name()!r}): run the export with KERAS_BACKEND=tensorflow where "
-            "TensorFlow is installed (the run's weights load there), or use --format keras"
-        )
+    if args.format == "saved_model":
+        runtime_class().require_saved_model()
     model = load_model(args.model)
     if args.quantization and args.format != "ctranslate2":
         raise ValueError("--quantization is for --format ctranslate2")

@@ -1,4 +1,12 @@
-"""Length-bucketed batches without TensorFlow: the base of the NumPy input pipelines.
+"""The batch plan of every input pipeline (`Batching`), and length-bucketed batches without
+TensorFlow: the base of the NumPy input pipelines.
+
+A `Batching` says how examples become batches (the global batch size,
+shuffling, repetition, the last smaller batch, the time padding, the seed,
+the replicas each batch is split over, the threads that build them) and
+which pipeline runs it: `tf.data` on Keras's TensorFlow backend, a
+`BucketedBatches` `PyDataset` elsewhere. A training run's task builds it from
+the card and the runtime and hands the same plan to every loader.
 
 `jax.jit` compiles one step function per input shape, so batches of varying
 lengths must come in few shapes. `BucketedBatches` puts every item in a
@@ -16,13 +24,16 @@ Subclasses (`pipeline.BucketedPairs`, `speech.SpeechBatches`,
 `tts.MelBatches`) implement `make_batch` and `batch_shape`.
 
 Example:
-    >>> batches = SpeechBatches(utterances, extractor, vocabulary, batch_size=32, repeat=True)
+    >>> plan = Batching(batch_size=32, repeat=True, pad_to_multiple=8)
+    >>> batches = SpeechBatches(utterances, extractor, vocabulary, plan)
     >>> inputs, labels = batches[0]
     >>> batches.shapes()                 # {(32, 104), (32, 200), ...}
+    >>> plan.held_out()                  # the same batches in order, one pass, every item
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import math
 import os
@@ -31,7 +42,8 @@ import threading
 import keras
 import numpy as np
 
-from keras_s2s.backend import process_shard
+from keras_s2s.backend import is_tensorflow, process_shard
+from keras_s2s.padding import PAD_MULTIPLE
 
 log = logging.getLogger("keras_s2s")
 
@@ -41,41 +53,73 @@ def default_workers() -> int:
     return max(1, min(8, os.cpu_count() or 1))
 
 
+@dataclasses.dataclass(frozen=True)
+class Batching:
+    """How a pipeline batches its examples, on either backend.
+
+    Args:
+        batch_size: int. Examples per global batch (split over the replicas).
+        shuffle: bool. Shuffle the examples (and, for `PyDataset`s, the order of batches) each pass.
+        repeat: bool. Endless; otherwise one pass.
+        drop_remainder: bool. Drop each length bucket's last, smaller batch.
+        pad_to_multiple: int. Pad each batch's time axis to a multiple of this (8: the sizes
+            16-bit kernels run fastest at; a run pads only under 16-bit compute; 1: no padding).
+        seed: int. Where the shuffles and the random draws of augmentation start.
+        replicas: int. Devices each batch is split over (`keras.distribution`: every batch's size is
+            made a multiple of it; tf.distribute splits batches itself).
+        workers: int | None. Threads building `PyDataset` batches ahead of the step (None: the
+            cores, at most 8).
+
+    Example:
+        >>> Batching(batch_size=64, repeat=True).held_out()
+        Batching(batch_size=64, shuffle=False, repeat=False, drop_remainder=False, ...)
+    """
+
+    batch_size: int = 32
+    shuffle: bool = True
+    repeat: bool = False
+    drop_remainder: bool = False
+    pad_to_multiple: int = PAD_MULTIPLE
+    seed: int = 0
+    replicas: int = 1
+    workers: int | None = None
+
+    def held_out(self) -> Batching:
+        """The same batches for validation and evaluation: in order, one pass, every example."""
+        return dataclasses.replace(self, shuffle=False, repeat=False, drop_remainder=False)
+
+    @property
+    def tf_data(self) -> bool:
+        """Whether the pipeline is `tf.data` (Keras on TensorFlow) or a `PyDataset` (elsewhere):
+        the one place the input pipelines choose by backend."""
+        return is_tensorflow()
+
+
+def with_default_workers(batching: Batching) -> Batching:
+    """The plan with its `workers` set: the cores, at most 8, where it names none (the audio
+    pipelines read, augment and featurize in those threads)."""
+    return dataclasses.replace(batching, workers=batching.workers or default_workers())
+
+
 class BucketedBatches(keras.utils.PyDataset):
     """Items grouped by `bucket_of[i]`, served as batches of `batch_sizes[bucket]` items.
 
     Args:
         bucket_of: list[int]. Each item's bucket (any non-negative ints).
-        batch_sizes: list[int] | int. Items per batch, per bucket or for all.
-        shuffle: bool. Shuffle within buckets and the order of batches, anew each pass.
-        repeat: bool. Endless (Keras then counts steps itself); otherwise one pass,
-            and indexing past it raises IndexError.
-        drop_remainder: bool. Drop each bucket's last, smaller batch.
-        seed: int. Where the shuffles (and a subclass's random draws) start.
-        workers: int. Threads building batches ahead of the step.
-        replicas: int. Devices each batch is split over (`keras.distribution`): every batch's
-            size is made a multiple of it (and of the worker processes), dropping at most
-            `replicas - 1` items of a bucket's last batch.
+        batch_sizes: list[int] | None. Items per batch of each bucket (None: the plan's
+            `batch_size` for all).
+        batching: Batching. Shuffling (within buckets and the order of batches, anew each pass),
+            repetition (endless: Keras then counts steps itself; otherwise one pass, and indexing
+            past it raises IndexError), the seed, the threads (`workers`, default 1 here), and
+            the replicas: every batch's size is made a multiple of them (and of the worker
+            processes), dropping at most `replicas - 1` items of a bucket's last batch.
     """
 
-    def __init__(
-        self,
-        bucket_of: list[int],
-        batch_sizes,
-        shuffle: bool = True,
-        repeat: bool = False,
-        drop_remainder: bool = False,
-        seed: int = 0,
-        workers: int = 1,
-        replicas: int = 1,
-    ):
-        super().__init__(workers=workers, use_multiprocessing=False)
-        self.shuffle, self.repeat, self.drop_remainder, self.seed = (
-            shuffle,
-            repeat,
-            drop_remainder,
-            seed,
-        )
+    def __init__(self, bucket_of: list[int], batch_sizes, batching: Batching):
+        super().__init__(workers=batching.workers or 1, use_multiprocessing=False)
+        self.shuffle, self.repeat = batching.shuffle, batching.repeat
+        self.drop_remainder, self.seed = batching.drop_remainder, batching.seed
+        batch_sizes = batching.batch_size if batch_sizes is None else batch_sizes
         self.buckets: dict[int, list[int]] = {}
         for index, bucket in enumerate(bucket_of):
             self.buckets.setdefault(int(bucket), []).append(index)
@@ -84,7 +128,7 @@ class BucketedBatches(keras.utils.PyDataset):
             bucket: int(sizes[bucket] if sizes else batch_sizes) for bucket in self.buckets
         }
         self.shard, self.shards = process_shard()
-        self.split_over = math.lcm(max(1, int(replicas)), self.shards)
+        self.split_over = math.lcm(max(1, int(batching.replicas)), self.shards)
         uneven = sorted({size for size in self.batch_size_of.values() if size % self.split_over})
         if uneven:
             raise ValueError(

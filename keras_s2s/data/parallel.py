@@ -15,6 +15,7 @@ from pathlib import Path
 from keras_s2s.backend import tf
 from keras_s2s.config import FITTABLE
 from keras_s2s.corpora.translation_demo import DemoCorpus
+from keras_s2s.data.batches import Batching
 from keras_s2s.data.encoded import (
     FOLDER_SETTINGS,
     check_out_folder,
@@ -26,7 +27,7 @@ from keras_s2s.data.encoded import (
 )
 from keras_s2s.data.fitting import fitted_max_length, fitted_vocab_size, settings_to_fit
 from keras_s2s.data.sources import is_split_dir, read_split_dir, read_tfds
-from keras_s2s.data.translation import longest_batch, make_dataset
+from keras_s2s.data.translation import TRANSLATION_BATCHING, longest_batch, make_dataset
 from keras_s2s.text.corpus import read_parallel
 from keras_s2s.text.tokenizer import TRAINING_SENTENCES, SubwordTokenizer, train_tokenizer
 
@@ -112,25 +113,20 @@ def read_splits(
 def load_parallel_data(
     source: str | list[str] = "demo",
     vocab_size: int = 8000,
-    batch_size: int = 64,
     max_length: int = 64,
     num_train: int = 50000,
     num_valid: int = 500,
     num_test: int = 500,
-    seed: int = 0,
     bucket_width: int = 8,
     batch_tokens: int | None = None,
     direction: str | None = None,
     tokenization: str = "sentencepiece",
     shared_vocabulary: bool = True,
     source_vocab_size: int | None = None,
-    pad_to_multiple: int = 8,
     tokenizer: SubwordTokenizer | None = None,
-    repeat: bool = False,
-    drop_remainder: bool = False,
     fit_to_corpus: list[str] | tuple = (),
     length_limit: int | None = None,
-    replicas: int = 1,
+    batching: Batching | None = None,
 ) -> ParallelData:
     """Load a parallel corpus and build its pipelines.
 
@@ -139,10 +135,9 @@ def load_parallel_data(
             two aligned text files (a list, or one string "a.src,a.tgt"), a
             directory of train/valid/test splits, or `tfds:NAME/CONFIG`.
         vocab_size: int. Subword vocabulary size (joint source+target).
-        batch_size: int. Global batch size in sentences.
         batch_tokens: int | None. If set, batches hold about this many
             tokens (padded source or target, whichever is longer) instead
-            of `batch_size` sentences.
+            of the plan's `batch_size` sentences.
         direction: str | None. `src-tgt` language codes for split directories
             with two files per split and for TFDS sets.
         tokenization: str. `sentencepiece` (learn subwords from raw text) or
@@ -154,14 +149,20 @@ def load_parallel_data(
         num_train, num_valid, num_test: int. Split sizes (demo: generated;
             files: valid/test are cut from the shuffled corpus, at most 10% each).
         tokenizer: SubwordTokenizer | None. Reuse this one instead of training.
-        repeat, drop_remainder: bool. For the training dataset.
         fit_to_corpus: list[str]. Settings chosen from the corpus instead
             (any of `vocab_size`, `max_length`, `num_train`; not for the demo;
             see `keras_s2s.data.fitting`); the choices are in `.fitted`.
         length_limit: int | None. The most positions the model has: a fitted
             `max_length` stays within it.
-        replicas: int. Devices each batch is split over (JAX's `keras.distribution`).
+        batching: Batching | None. The training pipeline's plan (its `seed` also cuts the
+            held-out splits); validation batches the same in order, one pass (default: 64
+            sentences, padded to a multiple of 8).
+
+    Example:
+        >>> data = load_parallel_data("demo", batching=Batching(batch_size=32, repeat=True))
     """
+    plan = batching or TRANSLATION_BATCHING
+    seed = plan.seed
     unknown = sorted(set(fit_to_corpus) - set(FITTABLE))
     if unknown:
         raise ValueError(
@@ -193,30 +194,18 @@ def load_parallel_data(
             train, pairs_tokenizer, limit=length_limit, seed=seed
         )
         fitted["max_length"] = (max_length, reason)
-    common = dict(
-        tokenizer=tokenizer,
-        batch_size=batch_size,
-        max_length=max_length,
-        bucket_width=bucket_width,
-        pad_to_multiple=pad_to_multiple,
-        batch_tokens=batch_tokens,
-        replicas=replicas,
-    )
+    shapes = dict(max_length=max_length, bucket_width=bucket_width, batch_tokens=batch_tokens)
     train_ds = make_dataset(
-        [s for s, _ in train],
-        [t for _, t in train],
-        shuffle=True,
-        repeat=repeat,
-        drop_remainder=drop_remainder,
-        seed=seed,
-        **{**common, "tokenizer": pairs_tokenizer},
+        [s for s, _ in train], [t for _, t in train], pairs_tokenizer, plan, **shapes
     )
     valid_ds = (
-        make_dataset([s for s, _ in valid], [t for _, t in valid], shuffle=False, **common)
+        make_dataset(
+            [s for s, _ in valid], [t for _, t in valid], tokenizer, plan.held_out(), **shapes
+        )
         if valid
         else None
     )
-    longest = longest_batch(batch_size, max_length, bucket_width, pad_to_multiple, batch_tokens)
+    longest = longest_batch(plan, max_length, bucket_width, batch_tokens)
     return ParallelData(
         tokenizer,
         train_ds,

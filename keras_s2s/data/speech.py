@@ -40,12 +40,13 @@ from keras_s2s.audio.augment import (
 from keras_s2s.audio.features import FeatureExtractor
 from keras_s2s.audio.io import read_audio
 from keras_s2s.audio.manifest import Utterance, read_librispeech, read_ljspeech, read_manifest
-from keras_s2s.backend import is_tensorflow, tf
+from keras_s2s.backend import tf
 from keras_s2s.data.batches import (
+    Batching,
     BucketedBatches,
-    default_workers,
     longest_per_bucket,
     padded_rows,
+    with_default_workers,
 )
 from keras_s2s.padding import pad_time_to_multiple, round_up
 from keras_s2s.text.characters import CharVocabulary, SubwordVocabulary, normalize_transcript
@@ -251,19 +252,14 @@ class SpeechBatches(BucketedBatches):
         utterances: list[tuple[Utterance, float]],
         extractor: FeatureExtractor,
         vocabulary: CharVocabulary,
-        batch_size: int = 32,
-        shuffle: bool = True,
-        repeat: bool = False,
-        drop_remainder: bool = False,
-        pad_to_multiple: int = 8,
+        batching: Batching | None = None,
         augment: dict | None = None,
         bucket_seconds: float = 1.0,
-        seed: int = 0,
         training: bool | None = None,
-        workers: int | None = None,
-        replicas: int = 1,
     ):
-        self.extractor, self.training = extractor, shuffle if training is None else training
+        plan = batching or Batching()
+        self.extractor = extractor
+        self.training = plan.shuffle if training is None else training
         self.augment = check_augment(dict(augment or {})) if self.training else {}
         self.paths = [str(u.path) for u, _ in utterances]
         self.labels = [vocabulary.encode(u.transcript) for u, _ in utterances]
@@ -275,12 +271,9 @@ class SpeechBatches(BucketedBatches):
             for _, seconds in utterances
         ]
         buckets = [(frames - 1) // self.frames_per_bucket for frames in most]
-        self.pad_to_multiple = max(1, pad_to_multiple)
+        self.pad_to_multiple = max(1, plan.pad_to_multiple)
         self.label_width = longest_per_bucket(buckets, self.labels)
-        super().__init__(
-            buckets, batch_size, shuffle, repeat, drop_remainder, seed,
-            workers or default_workers(), replicas,
-        )  # fmt: skip
+        super().__init__(buckets, None, with_default_workers(plan))
         self.log_shapes("speech batches")
 
     def batch_shape(self, bucket: int, size: int) -> tuple[int, int, int]:
@@ -310,37 +303,35 @@ def make_speech_dataset(
     utterances: list[tuple[Utterance, float]],
     extractor: FeatureExtractor,
     vocabulary: CharVocabulary,
-    batch_size: int = 32,
-    shuffle: bool = True,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    pad_to_multiple: int = 8,
+    batching: Batching | None = None,
     augment: dict | None = None,
     bucket_seconds: float = 1.0,
-    seed: int = 0,
     training: bool | None = None,
-    replicas: int = 1,
 ):
     """Batched ({"features": [B, T, F], "feature_lengths": [B]}, char ids [B, L]) dataset: `tf.data`
-    on TensorFlow, `SpeechBatches` elsewhere (`replicas`: devices each batch is split over).
+    on TensorFlow, `SpeechBatches` elsewhere, as the plan says (default: 32 utterances, padded to
+    a multiple of 8, shuffled, one pass).
 
-    `training` (default: `shuffle`) turns on dithering and `augment`.
+    `training` (default: the plan's `shuffle`) turns on dithering and `augment`.
+
+    Example:
+        >>> make_speech_dataset(utterances, extractor, vocabulary, Batching(batch_size=16))
     """
-    if not is_tensorflow():
+    plan = batching or Batching()
+    if not plan.tf_data:
         return SpeechBatches(
-            utterances, extractor, vocabulary, batch_size, shuffle, repeat, drop_remainder,
-            pad_to_multiple, augment, bucket_seconds, seed, training, replicas=replicas,
-        )  # fmt: skip
-    training = shuffle if training is None else training
+            utterances, extractor, vocabulary, plan, augment, bucket_seconds, training
+        )
+    training = plan.shuffle if training is None else training
     augment = check_augment(dict(augment or {}))
     paths = [str(u.path) for u, _ in utterances]
     labels = [vocabulary.encode(u.transcript) for u, _ in utterances]
     flat = np.fromiter((i for row in labels for i in row), dtype=np.int32)
     ragged = tf.RaggedTensor.from_row_lengths(flat, np.array([len(r) for r in labels], np.int64))
     ds = tf.data.Dataset.from_tensor_slices((paths, ragged)).map(lambda p, y: (p, y))
-    if shuffle:
-        ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
+    if plan.shuffle:
+        ds = ds.shuffle(len(paths), seed=plan.seed, reshuffle_each_iteration=True)
+    if plan.repeat:
         ds = ds.repeat()
     rate = extractor.sample_rate
     augment_waveform = training and any("mask" not in key for key in augment)
@@ -370,13 +361,13 @@ def make_speech_dataset(
     ds = ds.bucket_by_sequence_length(
         lambda f, n, y: n,
         boundaries or [frames_per_bucket],
-        [batch_size] * (len(boundaries or [0]) + 1),
-        drop_remainder=drop_remainder,
+        [plan.batch_size] * (len(boundaries or [0]) + 1),
+        drop_remainder=plan.drop_remainder,
     )
 
     def to_inputs(features, lengths, label):
-        if pad_to_multiple > 1:
-            features = pad_time_to_multiple(features, pad_to_multiple)
+        if plan.pad_to_multiple > 1:
+            features = pad_time_to_multiple(features, plan.pad_to_multiple)
         return {"features": features, "feature_lengths": lengths}, label
 
     return ds.map(to_inputs, num_parallel_calls=tf.data.AUTOTUNE).prefetch(tf.data.AUTOTUNE)
@@ -388,18 +379,13 @@ def load_speech_data(
     characters: str | None = None,
     vocabulary: str = "characters",
     vocab_size: int = 256,
-    batch_size: int = 32,
     num_train: int = 0,
     num_valid: int = 200,
     num_test: int = 300,
-    seed: int = 0,
     min_duration: float = 0.1,
     max_duration: float = 20.0,
     augment: dict | None = None,
-    pad_to_multiple: int = 8,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    replicas: int = 1,
+    batching: Batching | None = None,
 ) -> SpeechData:
     """Load a speech source and build its pipelines.
 
@@ -409,16 +395,21 @@ def load_speech_data(
         characters: str | None. The alphabet (default: space, apostrophe, a-z).
         vocabulary: str. `characters` (default) or `subword`: SentencePiece
             pieces learned from the training transcripts (`vocab_size` of them).
-        batch_size: int. Utterances per batch (global).
         num_train: int. Cap on training utterances (0 = all; demo-speech: how many to synthesize, default 6000).
         min_duration, max_duration: float. Seconds; others are skipped and counted.
         augment: dict | None. Training augmentation (see `augment.py`).
-        replicas: int. Devices each batch is split over (JAX's `keras.distribution`).
+        batching: Batching | None. The training pipeline's plan (its `seed` also cuts the
+            held-out splits); validation batches the same in order, one pass (default: 32
+            utterances, padded to a multiple of 8).
+
+    Example:
+        >>> data = load_speech_data("demo-speech", batching=Batching(batch_size=16, repeat=True))
     """
+    plan = batching or Batching()
     if vocabulary not in ("characters", "subword"):
         raise ValueError(f"vocabulary must be 'characters' or 'subword', got {vocabulary!r}")
     extractor = FeatureExtractor(**(features or {}))
-    train, valid, test = read_speech_splits(source, num_train, num_valid, num_test, seed)
+    train, valid, test = read_speech_splits(source, num_train, num_valid, num_test, plan.seed)
     if vocabulary == "subword":
         vocabulary = SubwordVocabulary.train([u.transcript for u in train], vocab_size)
     else:
@@ -428,23 +419,10 @@ def load_speech_data(
         usable_utterances(valid, vocabulary, min_duration, max_duration, "valid") if valid else []
     )
     check_readable(test, "test")
-    common = dict(
-        extractor=extractor,
-        vocabulary=vocabulary,
-        batch_size=batch_size,
-        pad_to_multiple=pad_to_multiple,
-        replicas=replicas,
+    train_ds = make_speech_dataset(train_ok, extractor, vocabulary, plan, augment)
+    valid_ds = (
+        make_speech_dataset(valid_ok, extractor, vocabulary, plan.held_out()) if valid_ok else None
     )
-    train_ds = make_speech_dataset(
-        train_ok,
-        shuffle=True,
-        repeat=repeat,
-        drop_remainder=drop_remainder,
-        augment=augment,
-        seed=seed,
-        **common,
-    )
-    valid_ds = make_speech_dataset(valid_ok, shuffle=False, **common) if valid_ok else None
     return SpeechData.from_splits(
         "speech", extractor, vocabulary, train_ds, valid_ds, train_ok, valid_ok, test
     )

@@ -8,22 +8,25 @@ NumPy, padding every batch of a bucket to the bucket's upper bound, so that
 `jax.jit` compiles one training step per bucket, not one per batch.
 
 Example:
-    >>> ds = make_dataset(sources, targets, tokenizer, batch_size=64)
+    >>> ds = make_dataset(sources, targets, tokenizer, Batching(batch_size=64, pad_to_multiple=8))
     >>> inputs, labels = next(iter(ds))   # {"source", "target_in"}, target_out
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 import numpy as np
 
-from keras_s2s.backend import is_tensorflow, tf
-from keras_s2s.data.batches import BucketedBatches, flat_rows, padded_rows
+from keras_s2s.backend import tf
+from keras_s2s.data.batches import Batching, BucketedBatches, flat_rows, padded_rows
 from keras_s2s.padding import pad_time_to_multiple, round_up
 from keras_s2s.token_ids import BOS_ID, EOS_ID
 
 log = logging.getLogger("keras_s2s")
+# a translation pipeline's plan when none is given: 64 sentences, padded to a multiple of 8
+TRANSLATION_BATCHING = Batching(batch_size=64)
 
 
 def _ragged(rows: list[list[int]]) -> tf.RaggedTensor:
@@ -74,12 +77,12 @@ def bucket_boundaries(max_length: int, bucket_width: int) -> list[int]:
 
 
 def longest_batch(
-    batch_size: int, max_length: int, bucket_width: int, pad_to_multiple: int, batch_tokens=None
+    batching: Batching, max_length: int, bucket_width: int, batch_tokens=None
 ) -> tuple[int, int]:
     """(rows, length) of the longest bucket's batches: the largest batch a training step sees."""
     boundaries = bucket_boundaries(max_length, bucket_width)
-    rows = bucket_batch_sizes(boundaries, batch_size, batch_tokens, max_length)[-1]
-    return rows, round_up(round_up(max_length, bucket_width), max(pad_to_multiple, 1))
+    rows = bucket_batch_sizes(boundaries, batching.batch_size, batch_tokens, max_length)[-1]
+    return rows, round_up(round_up(max_length, bucket_width), max(batching.pad_to_multiple, 1))
 
 
 def bucket_batch_sizes(
@@ -99,51 +102,36 @@ def make_dataset(
     sources: list[str],
     targets: list[str],
     tokenizer,
-    batch_size: int = 64,
+    batching: Batching | None = None,
     max_length: int = 64,
     bucket_width: int = 8,
-    pad_to_multiple: int = 8,
-    shuffle: bool = True,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    seed: int = 0,
     batch_tokens: int | None = None,
-    replicas: int = 1,
-) -> tf.data.Dataset:
-    """Batched, bucketed teacher-forcing dataset.
+):
+    """Batched, bucketed teacher-forcing dataset: `tf.data` on TensorFlow, `BucketedPairs`
+    elsewhere.
 
     Args:
         sources, targets: list[str]. Aligned sentences (token ids when `tokenizer` is None).
         tokenizer: SubwordTokenizer | None. None: the pairs are token ids (an encoded corpus).
-        batch_size: int. Sentences per batch (global batch under a strategy).
+        batching: Batching | None. The batch plan (default: 64 sentences, padded to a multiple
+            of 8, shuffled, one pass).
         max_length: int. Pairs with a side longer than this (in tokens) are dropped.
         bucket_width: int. Width of the length buckets.
-        pad_to_multiple: int. Pad each batch's length to a multiple of this.
-        shuffle, repeat, drop_remainder: bool. Usual tf.data meanings.
-        seed: int. Shuffle seed.
         batch_tokens: int | None. Token-based batching: each length bucket
             gets `batch_tokens // bucket length` sentences (a multiple of 8
-            when that is at least 8) instead of `batch_size`.
-        replicas: int. Devices each batch is split over (`BucketedBatches`; tf.distribute
-            splits batches itself).
+            when that is at least 8) instead of the plan's `batch_size`.
+
+    Example:
+        >>> make_dataset(sources, targets, tokenizer, Batching(batch_size=32, repeat=True))
     """
+    plan = batching or TRANSLATION_BATCHING
     pairs = encode_pairs(sources, targets, tokenizer, max_length)
-    if not is_tensorflow():
+    boundaries = bucket_boundaries(max_length, bucket_width)
+    batch_sizes = bucket_batch_sizes(boundaries, plan.batch_size, batch_tokens, max_length)
+    if not plan.tf_data:
+        drop = plan.drop_remainder or (plan.shuffle and plan.repeat)
         return BucketedPairs(
-            pairs,
-            bucket_batch_sizes(
-                bucket_boundaries(max_length, bucket_width),
-                batch_size,
-                batch_tokens,
-                max_length,
-            ),
-            bucket_width,
-            max(pad_to_multiple, 1),
-            shuffle=shuffle,
-            repeat=repeat,
-            drop_remainder=drop_remainder or (shuffle and repeat),
-            seed=seed,
-            replicas=replicas,
+            pairs, batch_sizes, bucket_width, dataclasses.replace(plan, drop_remainder=drop)
         )
     source = _ragged([s for s, _ in pairs])
     target_in = _ragged([[BOS_ID] + t for _, t in pairs])
@@ -152,17 +140,17 @@ def make_dataset(
     # slices of a RaggedTensor are ragged specs; passing them through map makes them dense tensors,
     # which bucket_by_sequence_length (padded_batch) needs
     ds = ds.map(lambda s, ti, to: (s, ti, to))
-    if shuffle:
-        ds = ds.shuffle(min(len(pairs), 100_000), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
+    if plan.shuffle:
+        ds = ds.shuffle(min(len(pairs), 100_000), seed=plan.seed, reshuffle_each_iteration=True)
+    if plan.repeat:
         ds = ds.repeat()
-    boundaries = bucket_boundaries(max_length, bucket_width)
     ds = ds.bucket_by_sequence_length(
         element_length_func=lambda s, ti, to: tf.maximum(tf.shape(s)[0], tf.shape(ti)[0]),
         bucket_boundaries=boundaries,
-        bucket_batch_sizes=bucket_batch_sizes(boundaries, batch_size, batch_tokens, max_length),
-        drop_remainder=drop_remainder,
+        bucket_batch_sizes=batch_sizes,
+        drop_remainder=plan.drop_remainder,
     )
+    pad_to_multiple = plan.pad_to_multiple
 
     def to_model_inputs(s, ti, to):
         if pad_to_multiple > 1:
@@ -182,9 +170,9 @@ class BucketedPairs(BucketedBatches):
 
     A pair goes to the bucket of its longer side (source + EOS, BOS + target) in
     steps of `bucket_width`; every batch of a bucket is padded to the bucket's
-    upper bound (rounded up to `pad_to_multiple`), so there are at most as many
-    batch shapes as buckets (plus the last, smaller batch of each bucket unless
-    `drop_remainder`). See `batches.BucketedBatches` for the other arguments.
+    upper bound (rounded up to the plan's `pad_to_multiple`), so there are at most
+    as many batch shapes as buckets (plus the last, smaller batch of each bucket
+    unless `drop_remainder`). See `batches.BucketedBatches` for the plan.
 
     Example:
         >>> batches = BucketedPairs(pairs, [64] * 9, bucket_width=8)
@@ -192,27 +180,17 @@ class BucketedPairs(BucketedBatches):
     """
 
     def __init__(
-        self,
-        pairs,
-        batch_sizes: list[int],
-        bucket_width: int = 8,
-        pad_to_multiple: int = 8,
-        shuffle: bool = True,
-        repeat: bool = False,
-        drop_remainder: bool = False,
-        seed: int = 0,
-        replicas: int = 1,
+        self, pairs, batch_sizes: list[int], bucket_width: int = 8, batching: Batching | None = None
     ):
+        plan = batching or TRANSLATION_BATCHING
         self.pairs = list(pairs)
-        self.bucket_width, self.pad_to_multiple = bucket_width, pad_to_multiple
+        self.bucket_width, self.pad_to_multiple = bucket_width, max(1, plan.pad_to_multiple)
         last = len(batch_sizes) - 1
         buckets = [
             min((max(len(source), len(target) + 1) - 1) // bucket_width, last)
             for source, target in self.pairs
         ]
-        super().__init__(
-            buckets, list(batch_sizes), shuffle, repeat, drop_remainder, seed, replicas=replicas
-        )
+        super().__init__(buckets, list(batch_sizes), plan)
         self.log_shapes("translation batches")
 
     def _width(self, bucket: int) -> int:

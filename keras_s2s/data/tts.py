@@ -30,12 +30,13 @@ import numpy as np
 from keras_s2s.audio.features import FeatureExtractor
 from keras_s2s.audio.io import read_audio
 from keras_s2s.audio.manifest import Utterance
-from keras_s2s.backend import is_tensorflow, tf
+from keras_s2s.backend import tf
 from keras_s2s.data.batches import (
+    Batching,
     BucketedBatches,
-    default_workers,
     longest_per_bucket,
     padded_rows,
+    with_default_workers,
 )
 from keras_s2s.data.speech import SpeechData, read_speech_splits, usable_utterances
 from keras_s2s.padding import round_up
@@ -78,6 +79,11 @@ def normalized_utterances(utterances: list[Utterance]) -> list[Utterance]:
     return [dataclasses.replace(u, transcript=spoken(u.transcript)) for u in utterances]
 
 
+# a synthesis pipeline's plan when none is given: 32 utterances, frames not padded beyond the
+# reduction factor
+TTS_BATCHING = Batching(pad_to_multiple=1)
+
+
 class MelBatches(BucketedBatches):
     """({"text": [B, L], "mel": [B, T, M], "mel_lengths": [B]}, mel [B, T, M]) batches in NumPy: what
     `make_tts_dataset` gives on TensorFlow, as a `keras.utils.PyDataset` for the other backends.
@@ -99,33 +105,24 @@ class MelBatches(BucketedBatches):
         extractor: FeatureExtractor,
         vocabulary: CharVocabulary,
         reduction_factor: int = 1,
-        batch_size: int = 32,
-        shuffle: bool = True,
-        repeat: bool = False,
-        drop_remainder: bool = False,
-        pad_to_multiple: int = 1,
+        batching: Batching | None = None,
         cache: str = "memory",
         bucket_seconds: float = 1.0,
-        seed: int = 0,
         tail_steps: int = 0,
-        workers: int | None = None,
-        replicas: int = 1,
     ):
+        plan = batching or TTS_BATCHING
         self.extractor, self.cache = extractor, {} if cache else None
         self.paths = [str(u.path) for u, _ in utterances]
         self.texts = [vocabulary.encode(u.transcript) for u, _ in utterances]
         self.silence = math.log(extractor.log_floor)
         self.tail_frames = tail_steps * reduction_factor
-        self.multiple = math.lcm(reduction_factor, max(1, pad_to_multiple))
+        self.multiple = math.lcm(reduction_factor, max(1, plan.pad_to_multiple))
         rate = extractor.sample_rate
         self.frames_per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
         most = [extractor.num_frames(int(np.ceil(s * rate)) + 1) + 1 for _, s in utterances]
         buckets = [(frames - 1) // self.frames_per_bucket for frames in most]
         self.text_width = longest_per_bucket(buckets, self.texts)
-        super().__init__(
-            buckets, batch_size, shuffle, repeat, drop_remainder, seed,
-            workers or default_workers(), replicas,
-        )  # fmt: skip
+        super().__init__(buckets, None, with_default_workers(plan))
         self.log_shapes("synthesis batches")
 
     def batch_shape(self, bucket: int, size: int) -> tuple[int, int, int]:
@@ -160,30 +157,34 @@ def make_tts_dataset(
     extractor: FeatureExtractor,
     vocabulary: CharVocabulary,
     reduction_factor: int = 1,
-    batch_size: int = 32,
-    shuffle: bool = True,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    pad_to_multiple: int = 1,
+    batching: Batching | None = None,
     cache: str = "memory",
     bucket_seconds: float = 1.0,
-    seed: int = 0,
     tail_steps: int = 0,
-    replicas: int = 1,
 ):
     """Batched ({"text": [B, L], "mel": [B, T, M], "mel_lengths": [B]}, mel [B, T, M]) dataset.
 
-    T is a multiple of `reduction_factor` (and of `pad_to_multiple`), with at
+    T is a multiple of `reduction_factor` (and of the plan's `pad_to_multiple`), with at
     least `tail_steps` decoder steps of silence after every utterance;
     `cache` is `memory`, a file path prefix, or empty for no caching. On TensorFlow a `tf.data`
-    pipeline; elsewhere `MelBatches` (which caches in memory only).
+    pipeline; elsewhere `MelBatches` (which caches in memory only). `batching`: the plan
+    (default: 32 utterances, unpadded, shuffled, one pass).
+
+    Example:
+        >>> make_tts_dataset(utterances, mel_extractor(), tts_vocabulary(), 2, Batching(16))
     """
-    if not is_tensorflow():
+    plan = batching or TTS_BATCHING
+    if not plan.tf_data:
         return MelBatches(
-            utterances, extractor, vocabulary, reduction_factor, batch_size, shuffle, repeat,
-            drop_remainder, pad_to_multiple, cache, bucket_seconds, seed, tail_steps,
-            replicas=replicas,
-        )  # fmt: skip
+            utterances,
+            extractor,
+            vocabulary,
+            reduction_factor,
+            plan,
+            cache,
+            bucket_seconds,
+            tail_steps,
+        )
     texts = [vocabulary.encode(u.transcript) for u, _ in utterances]
     flat = np.fromiter((i for row in texts for i in row), dtype=np.int32)
     ragged = tf.RaggedTensor.from_row_lengths(flat, np.array([len(r) for r in texts], np.int64))
@@ -203,9 +204,9 @@ def make_tts_dataset(
     )
     if cache:
         ds = ds.cache("" if cache == "memory" else cache)
-    if shuffle:
-        ds = ds.shuffle(len(paths), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
+    if plan.shuffle:
+        ds = ds.shuffle(len(paths), seed=plan.seed, reshuffle_each_iteration=True)
+    if plan.repeat:
         ds = ds.repeat()
     longest = extractor.num_frames(int(max(seconds for _, seconds in utterances) * rate))
     per_bucket = max(1, extractor.num_frames(int(bucket_seconds * rate)))
@@ -213,11 +214,11 @@ def make_tts_dataset(
     ds = ds.bucket_by_sequence_length(
         lambda t, m, n: n,
         boundaries,
-        [batch_size] * (len(boundaries) + 1),
+        [plan.batch_size] * (len(boundaries) + 1),
         padding_values=(0, silence, 0),
-        drop_remainder=drop_remainder,
+        drop_remainder=plan.drop_remainder,
     )
-    multiple = reduction_factor * pad_to_multiple // math.gcd(reduction_factor, pad_to_multiple)
+    multiple = math.lcm(reduction_factor, max(1, plan.pad_to_multiple))
 
     def to_inputs(text, mel, lengths):
         frames = tf.shape(mel)[1] + tail_steps * reduction_factor
@@ -235,20 +236,15 @@ def load_tts_data(
     source: str = "demo-tts",
     features: dict | None = None,
     characters: str | None = None,
-    batch_size: int = 32,
     num_train: int = 0,
     num_valid: int = 100,
     num_test: int = 100,
-    seed: int = 0,
     min_duration: float = 0.1,
     max_duration: float = 12.0,
     cache: str = "memory",
     reduction_factor: int = 1,
     tail_steps: int = 0,
-    pad_to_multiple: int = 1,
-    repeat: bool = False,
-    drop_remainder: bool = False,
-    replicas: int = 1,
+    batching: Batching | None = None,
 ) -> SpeechData:
     """Load a synthesis corpus and build its pipelines.
 
@@ -261,13 +257,19 @@ def load_tts_data(
         cache: str. Where mel targets are kept after the first epoch: `memory`, a file prefix, or "".
         reduction_factor: int. Mel frames per decoder step (frame counts are padded to a multiple).
         tail_steps: int. Decoder steps of silence after every utterance (the model's `stop_tail`).
-        replicas: int. Devices each batch is split over (JAX's `keras.distribution`).
+        batching: Batching | None. The training pipeline's plan (its `seed` also cuts the
+            held-out splits); validation batches the same in order, one pass (default: 32
+            utterances, unpadded).
+
+    Example:
+        >>> data = load_tts_data("demo-tts", reduction_factor=2, batching=Batching(batch_size=16))
     """
+    plan = batching or TTS_BATCHING
     extractor = mel_extractor(**(features or {}))
     vocabulary = tts_vocabulary(characters)
     train, valid, test = (
         normalized_utterances(split)
-        for split in read_speech_splits(source, num_train, num_valid, num_test, seed)
+        for split in read_speech_splits(source, num_train, num_valid, num_test, plan.seed)
     )
     train_ok = usable_utterances(train, vocabulary, min_duration, max_duration, "train")
     valid_ok = (
@@ -284,17 +286,11 @@ def load_tts_data(
         extractor=extractor,
         vocabulary=vocabulary,
         reduction_factor=reduction_factor,
-        batch_size=batch_size,
-        pad_to_multiple=pad_to_multiple,
-        seed=seed,
         tail_steps=tail_steps,
-        replicas=replicas,
     )
-    train_ds = make_tts_dataset(
-        train_ok, shuffle=True, repeat=repeat, drop_remainder=drop_remainder, cache=cache, **common
-    )
+    train_ds = make_tts_dataset(train_ok, batching=plan, cache=cache, **common)
     valid_ds = (
-        make_tts_dataset(valid_ok, shuffle=False, cache=cache and "memory", **common)
+        make_tts_dataset(valid_ok, batching=plan.held_out(), cache=cache and "memory", **common)
         if valid_ok
         else None
     )

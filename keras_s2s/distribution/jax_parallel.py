@@ -62,6 +62,16 @@ class KerasDistribution:
             jax.distributed.shutdown()
 
 
+def describe_distribution(distribution: KerasDistribution) -> str:
+    """`2 replica(s)`, or `4 replica(s) on 2 worker(s)` for a multi-worker job."""
+    replicas = f"{distribution.num_replicas_in_sync} replica(s)"
+    if distribution.name != "multiworker":
+        return replicas
+    import jax
+
+    return f"{replicas} on {jax.process_count()} worker(s)"
+
+
 def _tf_config_workers() -> list[str]:
     return json.loads(os.environ.get("TF_CONFIG") or "{}").get("cluster", {}).get("worker", [])
 

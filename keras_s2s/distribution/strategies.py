@@ -1,7 +1,8 @@
-"""Distribution strategies by name.
+"""TensorFlow's distribution strategies by name (the TensorFlow runtime's; `runtime.get_strategy`
+is the public entry on both backends), and a multi-worker job's TF_CONFIG.
 
 Example:
-    >>> strategy = get_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
+    >>> strategy = tensorflow_strategy("mirrored", devices=["/cpu:0", "/cpu:1"])
     >>> strategy.num_replicas_in_sync
     2
 """
@@ -12,7 +13,7 @@ import json
 import logging
 import os
 
-from keras_s2s.backend import is_tensorflow, tf
+from keras_s2s.backend import tf
 from keras_s2s.config import STRATEGIES
 from keras_s2s.distribution.placement import HybridParallel, check_devices
 
@@ -40,12 +41,6 @@ def tf_config_for(workers: list[str], index: int) -> str:
     )
 
 
-def is_chief(strategy) -> bool:
-    """Whether this process writes checkpoints, logs and exports (always, except multi-worker non-chiefs)."""
-    extended = getattr(strategy, "extended", None)
-    return bool(getattr(extended, "should_checkpoint", True))
-
-
 def _count_workers(cluster: dict) -> int:
     """Training processes (chief and workers) of a cluster spec {role: [addresses]}."""
     return sum(len(cluster.get(role, [])) for role in ("chief", "worker"))
@@ -59,28 +54,14 @@ def _tf_config_workers() -> int:
     return _count_workers(cluster)
 
 
-def get_strategy(
+def tensorflow_strategy(
     name: str | tf.distribute.Strategy = "auto",
     devices: list[str] | None = None,
     time_chunks: int = 1,
 ):
-    """Return a `tf.distribute.Strategy`, or a `HybridParallel` for `hybrid`.
-
-    Args:
-        name: str. `auto` (multi-worker when TF_CONFIG lists several workers,
-            mirrored when several GPUs or `devices` are given, else default),
-            `default`, `mirrored`, `multiworker` or `hybrid` (RNN layers on
-            devices, readout data-parallel: `keras_s2s.distribution.placement`).
-            A strategy object is returned as is.
-        devices: list[str] | None. Devices for `mirrored` (default: all GPUs,
-            or the CPU; the same devices give the same strategy object) or
-            `hybrid` (default: all GPUs when several, else the logical CPUs).
-        time_chunks: int. `hybrid` only: pipelining pieces of each sequence.
-    """
-    if not is_tensorflow():  # JAX: keras.distribution behind the same surface
-        from keras_s2s.distribution.jax_parallel import distribution_for
-
-        return distribution_for(name, devices=devices)
+    """A `tf.distribute.Strategy`, or a `HybridParallel` for `hybrid` (what
+    `runtime.get_strategy` returns on TensorFlow; see it for the names). A strategy object is
+    returned as is; the same `mirrored` devices give the same strategy object."""
     if isinstance(name, (tf.distribute.Strategy, HybridParallel)):
         return name
     if name not in STRATEGIES:
@@ -109,23 +90,16 @@ def get_strategy(
     return MultiWorkerStrategy()
 
 
-def is_multiworker(strategy) -> bool:
-    """Whether `strategy` trains in several processes (TensorFlow's multi-worker strategy, or JAX's
-    distributed runtime)."""
-    if is_tensorflow():
-        return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-    return getattr(strategy, "name", "") == "multiworker"
+def is_multiworker_strategy(strategy) -> bool:
+    """Whether `strategy` is TensorFlow's multi-worker strategy."""
+    return isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
 
 
-def describe_strategy(strategy) -> str:
-    """`2 replica(s)`, or `hybrid over 2 device(s)`, for progress messages."""
+def describe_tensorflow_strategy(strategy) -> str:
+    """`2 replica(s)`, `2 replica(s) on 2 worker(s)` or `hybrid over 2 device(s)`."""
     if isinstance(strategy, HybridParallel):
         return f"hybrid over {len(strategy.devices)} device(s)"
-    if is_tensorflow() and isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy):
+    if is_multiworker_strategy(strategy):
         workers = _count_workers(strategy.cluster_resolver.cluster_spec().as_dict()) or 1
         return f"{strategy.num_replicas_in_sync} replica(s) on {workers} worker(s)"
-    if is_multiworker(strategy):  # JAX
-        import jax
-
-        return f"{strategy.num_replicas_in_sync} replica(s) on {jax.process_count()} worker(s)"
     return f"{strategy.num_replicas_in_sync} replica(s)"

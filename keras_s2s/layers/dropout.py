@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import keras
 
-from keras_s2s.backend import is_jax, is_tensorflow, tf
+from keras_s2s.backend import name, tf
 
 BITS = 16
 
@@ -31,8 +31,9 @@ BITS = 16
 def drop(inputs, rate: float, seed):
     """`inputs` with each element zeroed with probability `rate` (to 1/65536), the rest scaled by 1 / (1 - rate).
 
-    `seed`: int32 tensor [2], a stateless seed.
+    `seed`: a seed from Keras's seed generator, folded into the int32 [2] stateless seed.
     """
+    seed = tf.cast(tf.math.floormod(seed, tf.int32.max - 1), tf.int32)
     count = tf.size(inputs)
     words = tf.random.stateless_uniform(
         [(count + 1) // 2], seed, dtype=tf.uint32, minval=None, maxval=None
@@ -61,15 +62,15 @@ def drop_jax(inputs, rate: float, key):
     return inputs * jax.lax.stop_gradient(mask)
 
 
+_DRAWS = {"tensorflow": drop, "jax": drop_jax}  # the backends with a 16-bit draw
+
+
 @keras.saving.register_keras_serializable(package="keras_s2s")
 class Dropout(keras.layers.Dropout):
     """`keras.layers.Dropout` with the same arguments, drawing 16 random bits per element."""
 
     def call(self, inputs, training=False):
-        fast = (is_tensorflow() or is_jax()) and self.noise_shape is None
-        if not training or not 0 < self.rate < 1 or not fast:
+        draw = _DRAWS.get(name())  # None: another backend, Keras's own
+        if not training or not 0 < self.rate < 1 or draw is None or self.noise_shape is not None:
             return super().call(inputs, training=training)
-        if is_jax():
-            return drop_jax(inputs, self.rate, self.seed_generator.next())
-        seed = tf.cast(tf.math.floormod(self.seed_generator.next(), tf.int32.max - 1), tf.int32)
-        return drop(inputs, self.rate, seed)
+        return draw(inputs, self.rate, self.seed_generator.next())

@@ -19,6 +19,7 @@ import logging
 import keras
 
 from keras_s2s.backend import is_jax, tf
+from keras_s2s.backend import name as backend_name
 from keras_s2s.config import PRECISIONS
 
 log = logging.getLogger("keras_s2s")
@@ -102,8 +103,7 @@ def resolve_precision(name: str) -> str:
         raise ValueError(f"precision must be one of {', '.join(PRECISIONS)}; got {name!r}")
     if name != "auto":
         return name
-    backend = "jax" if is_jax() else "tensorflow"
-    policy, reason = choose_precision(gpu_compute_capabilities(), cpu_flags(), backend)
+    policy, reason = choose_precision(gpu_compute_capabilities(), cpu_flags(), backend_name())
     log.info("precision auto -> %s (%s)", policy, reason)
     return policy
 

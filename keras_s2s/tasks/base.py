@@ -27,6 +27,7 @@ from typing import Callable
 
 import yaml
 
+from keras_s2s.data.batches import Batching
 from keras_s2s.files import atomic_write
 from keras_s2s.schema import COUNT, SIZE
 
@@ -130,8 +131,9 @@ class Task:
         """`loss` and `metrics` for `model.compile` (None: the model computes its loss in `compute_loss`)."""
         return {"loss": None, "metrics": None}
 
-    def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
-        """Load and check the run's data, ready for `fit`."""
+    def prepare(self, card, out: Path, runtime) -> PreparedTask:
+        """Load and check the run's data, ready for `fit`; `runtime`: the run's `distribution.Runtime`
+        (its pad multiple and replica count shape the batches)."""
         raise NotImplementedError
 
     def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, **decoding) -> dict:
@@ -178,19 +180,36 @@ def require_test_split(count: int, card) -> None:
         )
 
 
-def prepare_audio(card, out: Path, strategy, load, evaluate, scored_valid: bool = False,
-                  **load_args) -> PreparedTask:  # fmt: skip
-    """An audio task's run: `load` with the card's `data` settings, write the card, evaluate with
-    `evaluate`; `scored_valid`: the validation utterances' (audio path, transcript) pairs are
-    scored while training (WER)."""
-    start = time.time()
-    data = load(
-        **card.data,
-        **load_args,
+def run_batching(card, runtime, pad: bool = True) -> tuple[Batching, dict]:
+    """A training run's batch plan (the card's `batch_size` and `seed`; the runtime's replicas and,
+    with `pad`, its pad multiple; shuffled, endless, whole batches when split over replicas) and
+    the card's other `data` settings: together, the arguments of the task's loader.
+
+    Example:
+        >>> plan, settings = run_batching(card, runtime)
+        >>> load_speech_data(**settings, batching=plan)
+    """
+    settings = dict(card.data)
+    plan = Batching(
+        batch_size=settings.pop("batch_size", Batching.batch_size),
+        seed=settings.pop("seed", Batching.seed),
+        shuffle=True,
         repeat=True,
-        drop_remainder=strategy.num_replicas_in_sync > 1,
-        replicas=strategy.num_replicas_in_sync,
+        drop_remainder=runtime.replicas > 1,
+        pad_to_multiple=runtime.pad_multiple if pad else 1,
+        replicas=runtime.replicas,
     )
+    return plan, settings
+
+
+def prepare_audio(card, out: Path, runtime, load, evaluate, scored_valid: bool = False,
+                  pad: bool = True, **load_args) -> PreparedTask:  # fmt: skip
+    """An audio task's run: `load` with the card's `data` settings and the run's batch plan
+    (`run_batching`), write the card, evaluate with `evaluate`; `scored_valid`: the validation
+    utterances' (audio path, transcript) pairs are scored while training (WER)."""
+    start = time.time()
+    plan, settings = run_batching(card, runtime, pad)
+    data = load(**settings, **load_args, batching=plan)
     require_test_split(len(data.test_utterances), card)
     log.info("data ready in %.1fs", time.time() - start)
     return PreparedTask(

@@ -16,7 +16,6 @@ from keras_s2s.data.speech import load_speech_data
 from keras_s2s.files import write_results
 from keras_s2s.metrics import error_rates
 from keras_s2s.models import SpeechToText
-from keras_s2s.padding import pad_multiple_for
 from keras_s2s.schema import COUNT, Choice
 from keras_s2s.tasks.base import (
     AUDIO_SCHEMA,
@@ -95,15 +94,14 @@ class Recognition(Task):
             extractor, vocabulary = extractor or default_extractor, vocabulary or default_vocabulary
         return audio_model_arguments(extractor, vocabulary, "num_features")
 
-    def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
+    def prepare(self, card, out: Path, runtime) -> PreparedTask:
         return prepare_audio(
             card,
             out,
-            strategy,
+            runtime,
             load_speech_data,
             evaluate_speech,
             scored_valid=True,
-            pad_to_multiple=pad_multiple_for(policy),
         )
 
     def validation_scores(self, model, pairs: list) -> dict:

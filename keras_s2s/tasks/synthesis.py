@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from keras_s2s.data.batches import Batching
 from keras_s2s.data.tts import (
     load_tts_data,
     make_tts_dataset,
@@ -65,8 +66,7 @@ def teacher_forced_errors(model, utterances: list, batch_size: int = 16) -> dict
         model.extractor,
         model.vocabulary,
         model.reduction_factor,
-        batch_size=batch_size,
-        shuffle=False,
+        Batching(batch_size=batch_size, shuffle=False, pad_to_multiple=1),
         cache="",
         tail_steps=model.settings["stop_tail"],
     )
@@ -182,13 +182,14 @@ class Synthesis(Task):
         vocabulary = vocabulary or tts_vocabulary(card.data.get("characters"))
         return audio_model_arguments(extractor, vocabulary, "num_mels")
 
-    def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
+    def prepare(self, card, out: Path, runtime) -> PreparedTask:
         return prepare_audio(
             card,
             out,
-            strategy,
+            runtime,
             load_tts_data,
             evaluate_synthesis,
+            pad=False,  # the frames are a multiple of the reduction factor (8 was never measured)
             reduction_factor=card.model.get("reduction_factor", 1),
             tail_steps=card.model.get("stop_tail", 4),
         )

@@ -20,9 +20,15 @@ from keras_s2s.files import atomic_write, write_results
 from keras_s2s.losses import SmoothedCrossEntropy
 from keras_s2s.metrics import MaskedAccuracy, score
 from keras_s2s.models import Seq2SeqLM
-from keras_s2s.padding import pad_multiple_for
 from keras_s2s.schema import COUNT, Choice, Number, Optional, Subset
-from keras_s2s.tasks.base import CORPUS_SCHEMA, PreparedTask, Task, require_test_split, write_card
+from keras_s2s.tasks.base import (
+    CORPUS_SCHEMA,
+    PreparedTask,
+    Task,
+    require_test_split,
+    run_batching,
+    write_card,
+)
 from keras_s2s.text.tokenizer import (
     load_run_tokenizer,
     save_run_tokenizer,
@@ -180,17 +186,15 @@ class Translation(Task):
             "metrics": [MaskedAccuracy()],
         }
 
-    def prepare(self, card, out: Path, policy: str, strategy) -> PreparedTask:
+    def prepare(self, card, out: Path, runtime) -> PreparedTask:
         tokenization = card.data.get("tokenization", "sentencepiece")
         tokenizer = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))
         start = time.time()
+        plan, settings = run_batching(card, runtime)
         corpus = load_parallel_data(
-            **card.data,  # the card's data keys are load_parallel_data's arguments
-            pad_to_multiple=pad_multiple_for(policy),
+            **settings,  # the card's data keys are load_parallel_data's arguments
+            batching=plan,
             tokenizer=tokenizer,
-            repeat=True,
-            drop_remainder=strategy.num_replicas_in_sync > 1,
-            replicas=strategy.num_replicas_in_sync,
             length_limit=card.model["max_positions"] - 1
             if card.model.get("max_positions")
             else None,  # BOS/EOS

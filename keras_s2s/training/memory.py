@@ -17,24 +17,15 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from keras_s2s.backend import is_jax
+from keras_s2s.distribution.runtime import Runtime
 
 log = logging.getLogger("keras_s2s")
 GIB = 2**30
 
 
 def available_memory() -> tuple[int, str] | None:
-    """(bytes, where) free for training: a JAX accelerator's memory, else the machine's available
-    memory within its cgroup's limit; None where it cannot be read."""
-    if is_jax():
-        import jax
-
-        device = jax.devices()[0]
-        if device.platform != "cpu":
-            stats = device.memory_stats() or {}
-            if "bytes_limit" in stats:
-                free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
-                return free, f"on {device.device_kind}"
+    """(bytes, "here") free for training on this machine: its available memory within its cgroup's
+    limit; None where it cannot be read."""
     free = _meminfo_available()
     if free is None:
         return None
@@ -64,18 +55,20 @@ def _cgroup_room() -> int | None:
 
 
 def check_step_memory(
-    model, longest_batch: tuple[int, int] | None, name: str, replicas: int = 1
+    model, longest_batch: tuple[int, int] | None, name: str, runtime: Runtime | None = None
 ) -> None:
     """Refuse a run whose largest training step would not fit in the memory available (ValueError);
     log the estimate otherwise. Models without an estimate, and machines whose memory cannot be
-    read, pass. `replicas`: devices a batch is split over (each has its own memory on an accelerator)."""
+    read, pass. `runtime`: on an accelerator, each of its replicas takes its share of the rows in
+    its own memory."""
     estimate = getattr(model, "training_step_bytes", None)
-    room = available_memory()
+    accelerator = runtime.accelerator_memory() if runtime is not None else None
+    room = accelerator or available_memory()
     if longest_batch is None or estimate is None or room is None:
         return
     (rows, length), (free, where) = longest_batch, room
-    if where != "here":  # an accelerator: each device takes its share of the rows
-        rows = max(1, rows // replicas)
+    if accelerator:
+        rows = max(1, rows // runtime.replicas)
     needed = estimate(rows, length)
     if needed is None:
         return

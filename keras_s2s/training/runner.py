@@ -24,7 +24,6 @@ Example:
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import json
 import logging
@@ -41,14 +40,12 @@ import keras
 import yaml
 
 from keras_s2s import tasks, zoo
-from keras_s2s.backend import is_tensorflow, outside_distribution, tensorflow_available
 from keras_s2s.cards import Card, moved_settings
 from keras_s2s.config import check_count, parse_duration
 from keras_s2s.data.encoded import settings_of_folder
 from keras_s2s.data.fitting import settings_to_fit
-from keras_s2s.distribution import describe_strategy, get_strategy, is_chief, is_multiworker
+from keras_s2s.distribution.runtime import Runtime, runtime_of_card
 from keras_s2s.files import atomic_write, run_lock
-from keras_s2s.precision import set_precision
 from keras_s2s.tasks import PreparedTask, Task
 from keras_s2s.training.backup import AtomicBackupAndRestore, AtomicCheckpoint
 from keras_s2s.training.memory import check_step_memory
@@ -213,26 +210,24 @@ def train(
     card = _run_card(card, overrides)
     out = Path(out or Path("runs") / card.name)
     # first: a multi-worker strategy must exist before TensorFlow runs anything
-    strategy = get_strategy(
-        card.training["strategy"], devices=devices, time_chunks=card.training.get("time_chunks", 1)
-    )
+    runtime = runtime_of_card(card, card.training["strategy"], devices=devices)
     if card.training.get("schedule") == "deadline" and not card.training.get("time_limit"):
         raise ValueError(
             "training.schedule deadline decays by the share of the time budget spent: give "
             "--time-limit (or training.time_limit), or another schedule"
         )
-    if card.training.get("time_limit") and is_multiworker(strategy):
+    if card.training.get("time_limit") and runtime.multiworker:
         raise ValueError(
             "training.time_limit is not supported with several workers yet (each worker's clock "
             "would stop it at another step); give --steps or --epochs"
         )
-    if not is_chief(strategy):  # a worker other than the chief writes nothing that lasts
+    if not runtime.chief:  # a worker other than the chief writes nothing that lasts
         with tempfile.TemporaryDirectory(prefix="keras-s2s-worker-") as scratch:
-            return _train(card, out, Path(scratch), strategy, epochs, steps, verbose)
+            return _train(card, out, Path(scratch), runtime, epochs, steps, verbose)
     if out.exists() and not out.is_dir():
         raise ValueError(f"--out {out} is a file, not a run directory")
     with run_lock(out):  # a second `train` on the same --out is refused while this one runs
-        return _train(card, out, out, strategy, epochs, steps, verbose)
+        return _train(card, out, out, runtime, epochs, steps, verbose)
 
 
 def _run_card(name: str, overrides: dict) -> Card:
@@ -268,26 +263,24 @@ def _best_checkpoint(
                           write=chief, **settings)  # fmt: skip
 
 
-def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -> dict:
+def _train(card, out: Path, write_dir: Path, runtime: Runtime, epochs, steps, verbose) -> dict:
     """Train in `write_dir` (the run directory, or a non-chief worker's scratch folder); every worker
-    resumes from the chief's backup in `out`. The task and the precision are resolved here, once."""
+    resumes from the chief's backup in `out`. The task is resolved here, once (the precision and the
+    strategy were, in the runtime)."""
     chief = write_dir == out
     run_clock = _clock()
     keras.utils.set_random_seed(card.training.get("seed", 0))
     task = tasks.for_card(card)
-    policy = set_precision(card.training["precision"])
     if chief:
         check_run_dir(out, card)
-    prepared = task.prepare(card, write_dir, policy, strategy)
+    prepared = task.prepare(card, write_dir, runtime)
     card = prepared.card  # with the settings fitted to the corpus
     if (out / "model.keras").exists():  # trained, but evaluation or the preset did not follow
         return _finish(card, out, prepared, run_clock) if chief else {}
-    model = zoo.build_from_card(
-        card, task=task, policy=policy, strategy=strategy, **prepared.build_kwargs
-    )
-    check_step_memory(model, prepared.longest_batch, card.name, strategy.num_replicas_in_sync)
+    model = zoo.build_from_card(card, task=task, runtime=runtime, **prepared.build_kwargs)
+    check_step_memory(model, prepared.longest_batch, card.name, runtime)
     if card.training.get("init_from") and not _has_trained(out):  # a new run: a bad source leaves
-        with _weights_scope(model, strategy):  # nothing behind either
+        with runtime.weights_scope(model):  # nothing behind either
             zoo.load_initial_weights(model, card, card.training["init_from"])
         print(f"starting from the weights of {card.training['init_from']}")
     prepared.commit()  # only now: a card that cannot build a model (or fit in memory) leaves nothing
@@ -295,21 +288,20 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
     epochs, steps_per_epoch, length = _run_length(card, per_epoch, epochs, steps)
     backup = AtomicBackupAndRestore(out / "backup", write=chief, clock=_train_clock)
     best = _best_checkpoint(card, task, prepared, write_dir / "checkpoints", chief)
-    callbacks = _callbacks(card, write_dir, backup, best)
+    callbacks = _callbacks(card, write_dir, backup, best) + runtime.tensorboard(write_dir / "logs")
     print(
-        f"training {card.name} ({model.count_params():,} parameters, {policy}, "
-        f"{describe_strategy(strategy)}): {length}"
+        f"training {card.name} ({model.count_params():,} parameters, {runtime.policy}, "
+        f"{runtime.describe()}): {length}"
     )
     fit_clock = _clock()
-    initial_epoch, train_data = _resume(model, prepared, strategy, backup)
+    initial_epoch, train_data = _resume(model, prepared, runtime, backup)
     if backup.training_over:  # killed after training, before the run's final files
         print(f"training had ended after epoch {initial_epoch}; writing the run's final files")
         epochs = initial_epoch
-    # on JAX, keras.distribution splits the batches among the devices inside the scope only
-    with contextlib.nullcontext() if is_tensorflow() else strategy.scope():
+    with runtime.fit_scope():
         model.fit(
             train_data,
-            **_validation_data(prepared),
+            **_validation_data(prepared, runtime),
             epochs=epochs,
             initial_epoch=initial_epoch,
             steps_per_epoch=steps_per_epoch,
@@ -319,10 +311,7 @@ def _train(card, out: Path, write_dir: Path, strategy, epochs, steps, verbose) -
         )
     train_seconds = backup.seconds_spent()  # the runs before a resume included
     fit_cores = cores_busy(fit_clock)
-    if is_multiworker(strategy) and not is_tensorflow():
-        strategy.leave_job()  # every worker at once: none waits at exit while the chief evaluates
-        if chief:
-            model = _one_process_copy(model, out)
+    model = runtime.finish_fit(model, out)
     if not chief:
         print(f"worker trained in {train_seconds:.0f}s; the chief saves and evaluates the model")
         return {"train_seconds": round(train_seconds, 1), "loss": backup.history["loss"][-1]}
@@ -352,13 +341,14 @@ def _run_length(card, steps_per_epoch: int, epochs, steps) -> tuple[int, int, st
 def _callbacks(card, write_dir: Path, backup, best) -> list:
     """The run's callbacks, in the order they must see each epoch's end."""
     training = card.training
+    budget = parse_duration(training["time_limit"]) if training.get("time_limit") else None
     callbacks = []
     # first: the rate it logs reaches the backup's history
     if training.get("schedule") == "deadline":
         callbacks.append(
             DeadlineLearningRate(
                 training["learning_rate"],
-                parse_duration(training["time_limit"]),
+                budget,
                 backup.seconds_spent,
                 training.get("warmup_steps", 0),
                 training.get("lr_floor", 0.0),
@@ -368,29 +358,17 @@ def _callbacks(card, write_dir: Path, backup, best) -> list:
     if best is not None:  # after the checkpoint it names; before the backup, which keeps its score
         callbacks.append(best)
     callbacks.append(backup)  # commits the epoch
-    if training.get("time_limit"):
-        callbacks.append(TimeLimit(parse_duration(training["time_limit"]), backup.seconds_spent))
+    if budget is not None:
+        callbacks.append(TimeLimit(budget, backup.seconds_spent))
     # after the backup: keeps the restored state
     callbacks.append(NonFiniteGuard(**training.get("nonfinite", {})))
-    if tensorflow_available():
-        callbacks.append(keras.callbacks.TensorBoard(str(write_dir / "logs")))
-    else:
-        log.info(
-            "TensorBoard logs need TensorFlow, which is not installed here: the run's logs are "
-            "history.json and fit.json"
-        )
     return callbacks
 
 
-def _weights_scope(model, strategy):
-    """The strategy's scope, where weights are set (fit builds the optimizer's slots there)."""
-    return model.distribute_strategy.scope() if is_tensorflow() else strategy.scope()
-
-
-def _resume(model, prepared: PreparedTask, strategy, backup) -> tuple[int, object]:
+def _resume(model, prepared: PreparedTask, runtime: Runtime, backup) -> tuple[int, object]:
     """(the epochs an interrupted run had finished, 0 for a new one; the training data from where it
     stopped)."""
-    with _weights_scope(model, strategy):
+    with runtime.weights_scope(model):
         initial_epoch = backup.restore(model)
     if not backup.batches_seen or backup.training_over:
         return initial_epoch, prepared.train
@@ -404,18 +382,9 @@ def _resume(model, prepared: PreparedTask, strategy, backup) -> tuple[int, objec
     return initial_epoch, prepared.train.skip(backup.batches_seen)
 
 
-def _validation_data(prepared: PreparedTask) -> dict:
+def _validation_data(prepared: PreparedTask, runtime: Runtime) -> dict:
     """`fit`'s validation arguments for the task's dev split (none without one)."""
-    if prepared.valid is None:
-        return {}
-    if is_tensorflow():
-        # repeated, and one pass long: a distributed iterator is kept from epoch to epoch and must
-        # not run dry
-        return dict(
-            validation_data=prepared.valid.repeat(),
-            validation_steps=sum(1 for _ in prepared.valid),
-        )
-    return dict(validation_data=prepared.valid)  # a PyDataset: one pass each epoch
+    return {} if prepared.valid is None else runtime.validation_arguments(prepared.valid)
 
 
 def _save_trained(out: Path, model, backup, best, train_seconds: float, fit_cores: float) -> dict:
@@ -439,15 +408,6 @@ def _save_trained(out: Path, model, backup, best, train_seconds: float, fit_core
         f"model saved to {out / 'model.keras'}"
     )
     return fit
-
-
-def _one_process_copy(model, out: Path) -> keras.Model:
-    """A model trained by a JAX job, copied onto this process's devices: the job's arrays span every
-    worker, and anything computed on them (loading the best weights, decoding) would wait for the
-    workers that have left."""
-    with tempfile.TemporaryDirectory(dir=out) as scratch, outside_distribution():
-        model.save(Path(scratch) / "model.keras")
-        return keras.saving.load_model(Path(scratch) / "model.keras")
 
 
 def _finish(card, out: Path, prepared: PreparedTask, run_clock) -> dict:
