@@ -391,6 +391,43 @@ def test_mirrored_on_jax_splits_each_batch_over_the_devices_and_updates_as_one_d
         np.testing.assert_allclose(one, two, atol=1e-5)
 
 
+def test_the_runtime_answers_what_the_run_asks_of_the_backend(tmp_path):
+    """One runtime per run: replicas, chief, padding, compiled steps, validation data and the
+    SavedModel refusal, from the card's strategy, devices and precision on either backend."""
+    from devices import cpu_devices
+
+    from keras_s2s import zoo
+    from keras_s2s.distribution import make_runtime, runtime_of_card
+
+    runtime = make_runtime("mirrored", devices=cpu_devices(), precision="mixed_bfloat16")
+    assert (runtime.replicas, runtime.chief, runtime.multiworker) == (2, True, False)
+    assert (runtime.policy, runtime.pad_multiple, runtime.describe()) == (
+        "mixed_bfloat16",
+        8,
+        "2 replica(s)",
+    )
+    assert keras.mixed_precision.global_policy().name == "mixed_bfloat16", "the runtime sets it"
+    card = zoo.get_card("gnmt_demo", precision="float32", strategy="default")
+    one = runtime_of_card(card)
+    assert (one.replicas, one.pad_multiple, one.policy) == (1, 1, "float32")
+    assert runtime_of_card(card, one) is one
+    assert one.jit_compile(card) is (BACKEND == "jax"), "JAX compiles every step"
+    valid = Batching(batch_size=2, repeat=True).held_out()
+    assert (valid.shuffle, valid.repeat, valid.drop_remainder, valid.batch_size) == (
+        False,
+        False,
+        False,
+        2,
+    )
+    assert valid.tf_data is (BACKEND == "tensorflow")
+    if BACKEND == "jax":
+        with pytest.raises(ValueError, match="saved_model needs Keras's TensorFlow backend"):
+            one.require_saved_model()
+    else:
+        one.require_saved_model()
+    assert one.finish_fit("model", tmp_path) == "model", "one process: the model as trained"
+
+
 def test_mirrored_runs_on_the_devices_named_and_refuses_one_that_is_not_here():
     """JAX dropped `--devices` (a run asked for /gpu:3 trained on the CPU, exit 0)."""
     from keras_s2s.distribution import describe_strategy, get_strategy
