@@ -1,6 +1,7 @@
 import json
 import logging
 import os
+import shutil
 import subprocess
 import sys
 
@@ -572,6 +573,19 @@ def test_mirrored_training_over_several_epochs_and_checkpoint_averaging(tmp_path
         np.testing.assert_allclose(
             weight.numpy(), (per_epoch[0][i] + per_epoch[1][i]) / 2, rtol=1e-6, atol=1e-7
         )
+    # a run that has not ended (no model.keras yet): its model is built from its card and tokenizer
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(out, unfinished, ignore=shutil.ignore_patterns("model.keras", "preset"))
+    average_checkpoints(unfinished, tmp_path / "avg-unfinished", last=2)
+    assert "training has not ended (no model.keras)" in capsys.readouterr().out
+    again = load_model(tmp_path / "avg-unfinished")
+    for mine, theirs in zip(again.weights, averaged.weights, strict=True):
+        np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-6, atol=1e-7)
+    assert again.translate(["a b"]) == averaged.translate(["a b"])
+    for name in [path.name for path in unfinished.glob("tokenizer.*")]:
+        (unfinished / name).unlink()
+    with pytest.raises(ValueError, match="the run stored no tokenizer yet"):
+        average_checkpoints(unfinished, tmp_path / "avg-none", last=1)
 
 
 def test_speech_recognizer_trains_evaluates_and_transcribes(tmp_path, capsys, monkeypatch):

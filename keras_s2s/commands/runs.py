@@ -109,7 +109,9 @@ def _export_arguments(export) -> None:
 
 
 def _average_arguments(average) -> None:
-    average.add_argument("--model", required=True, help="run directory written by `train`")
+    average.add_argument(
+        "--model", required=True, help="run directory written by `train` (finished or not)"
+    )
     picked = average.add_mutually_exclusive_group()
     picked.add_argument(
         "--last", type=COUNT, default=3, help="how many of the latest checkpoints (default 3)"

@@ -123,6 +123,11 @@ class Task:
         `validation_metrics` but the loss (the validation callback logs them all as `val_NAME`)."""
         raise NotImplementedError
 
+    def run_assets(self, run_dir: Path, card) -> dict:
+        """What a run folder stores for building its model again (`zoo.build_from_card` keywords;
+        the card describes the rest): a translation run's tokenizer, nothing here."""
+        return {}
+
     def model_arguments(self, card, **assets) -> dict:
         """Constructor arguments beyond the card's `model` part, from the assets (tokenizer, vocabulary ...)."""
         raise NotImplementedError

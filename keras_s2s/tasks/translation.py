@@ -180,6 +180,18 @@ class Translation(Task):
             )
         return arguments
 
+    def run_assets(self, run_dir: Path, card) -> dict:
+        tokenizer = load_run_tokenizer(
+            run_dir,
+            card.data.get("tokenization", "sentencepiece"),
+            card.data.get("shared_vocabulary", True),
+        )
+        if tokenizer is None:
+            raise ValueError(
+                f"{run_dir}: the run stored no tokenizer yet (its first epoch had not begun)"
+            )
+        return {"tokenizer": tokenizer}
+
     def compile_arguments(self, card) -> dict:
         return {
             "loss": SmoothedCrossEntropy(card.training.get("label_smoothing", 0.0)),

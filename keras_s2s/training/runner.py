@@ -494,11 +494,25 @@ def _score(task, model, card, out, data, grid: bool, decoding: dict) -> dict:
     return task.evaluate_run(model, card, out, data, **decoding)
 
 
+def _run_model(run_dir: Path) -> keras.Model:
+    """A run's model.keras, or, for a run that has not ended (still training, or stopped), the model
+    its card.yaml and stored assets build, for its checkpoints to be loaded into."""
+    if (run_dir / "model.keras").exists() or not (run_dir / "card.yaml").is_file():
+        return load_model(run_dir)
+    card = zoo.get_card(str(run_dir / "card.yaml"))
+    task = tasks.for_card(card)
+    print(f"{run_dir}: training has not ended (no model.keras); its model built from card.yaml")
+    runtime = runtime_of_card(card, "default")
+    return zoo.build_from_card(card, task=task, runtime=runtime, **task.run_assets(run_dir, card))
+
+
 def average_checkpoints(
     run_dir: str | Path, out: str | Path, last: int = 3, best: int | None = None
 ) -> list[Path]:
     """Average the weights of the last `last` (or the `best` by validation score) epoch checkpoints of a
-    run into a new run directory.
+    run into a new run directory. The run may still be training, or have stopped before its end:
+    its model is then built from its card and tokenizer (`--last 1`: the latest epoch as a model
+    to evaluate or translate with while training goes on).
 
     `out` gets the run's card and tokenizer and the averaged `model.keras`,
     so `keras-s2s evaluate --model OUT` and `translate` work on it.
@@ -529,7 +543,7 @@ def average_checkpoints(
                 f"best {best} (runs scored while training have one)"
             )
         checkpoints = sorted(sorted(scored, key=lambda path: -scores[epoch_of(path)])[:best])
-    model = load_model(run_dir)
+    model = _run_model(run_dir)
     total = [0.0] * len(model.weights)
     for path in checkpoints:
         try:
