@@ -562,8 +562,7 @@ def average_checkpoints(
         for path in [run_dir / "card.yaml", *run_dir.glob("tokenizer.*")]:
             atomic_write(out / path.name, lambda p, path=path: p.write_bytes(path.read_bytes()))
         atomic_write(out / "model.keras", model.save)
-    print(
-        f"averaged {len(checkpoints)} checkpoints ({', '.join(p.name for p in checkpoints)}) "
-        f"into {out / 'model.keras'}"
-    )
+    names = ", ".join(path.name for path in checkpoints)
+    plural = "s" if len(checkpoints) > 1 else ""
+    print(f"averaged {len(checkpoints)} checkpoint{plural} ({names}) into {out / 'model.keras'}")
     return checkpoints
