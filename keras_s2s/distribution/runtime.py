@@ -40,6 +40,47 @@ class Runtime:
         self.strategy, self.policy = strategy, policy
         self.inherited = inherited  # the caller's own strategy scope is open: build right there
 
+    # what each backend's runtime says (TensorFlowRuntime, JaxRuntime)
+    @staticmethod
+    def strategy_for(name, devices=None, time_chunks: int = 1, where: str = "the card"):
+        """The strategy object of a strategy name (see `get_strategy`)."""
+        raise NotImplementedError
+
+    @staticmethod
+    def is_multiworker(strategy) -> bool:
+        """Whether `strategy` trains in several processes."""
+        raise NotImplementedError
+
+    @staticmethod
+    def describe_strategy(strategy) -> str:
+        """`2 replica(s)`, ... for progress messages."""
+        raise NotImplementedError
+
+    @classmethod
+    def current(cls, policy: str) -> Runtime | None:
+        """The runtime of a strategy scope the caller has open, if any."""
+        raise NotImplementedError
+
+    def fit_scope(self):
+        """Where `fit` runs."""
+        raise NotImplementedError
+
+    def weights_scope(self, model):
+        """Where weights are set (restored from a backup, copied from a preset)."""
+        raise NotImplementedError
+
+    def jit_compile(self, card) -> bool:
+        """Whether the training step is compiled (`model.compile(jit_compile=...)`)."""
+        raise NotImplementedError
+
+    def validation_arguments(self, valid) -> dict:
+        """`fit`'s validation keywords for the dev split's batches."""
+        raise NotImplementedError
+
+    def finish_fit(self, model, out: Path):
+        """The model to save and evaluate once `fit` has returned (after a job's end)."""
+        raise NotImplementedError
+
     @property
     def replicas(self) -> int:
         """Devices each global batch is split over."""
@@ -105,7 +146,6 @@ class TensorFlowRuntime(Runtime):
 
     @classmethod
     def current(cls, policy: str) -> TensorFlowRuntime | None:
-        """The runtime of a strategy scope the caller has open, if any."""
         from keras_s2s.backend import tf
 
         if not tf.distribute.has_strategy():
