@@ -1,5 +1,6 @@
 """Writes the tutorial notebooks in this folder (stored without outputs): python examples/make_notebooks.py"""
 
+import hashlib
 from pathlib import Path
 
 import nbformat as nbf
@@ -16,6 +17,8 @@ def notebook(cells):
         nbf.v4.new_markdown_cell(c[3:]) if c.startswith("md:") else nbf.v4.new_code_cell(c)
         for c in cells
     ]
+    for cell in nb.cells:  # ids from the text: a rewrite changes only the cells that changed
+        cell.id = hashlib.sha256(cell.source.encode()).hexdigest()[:8]
     return nb
 
 
@@ -41,7 +44,8 @@ keras.utils.set_random_seed(0)""",
         """md:## Data
 
 `load_parallel_data` generates the demo corpus, learns a SentencePiece vocabulary and builds bucketed
-`tf.data` pipelines; a `Batching` plan says how (batch size, shuffling, repetition, padding, seed). Any `tf.data.Dataset` of `({"source", "target_in"}, target)` batches works with `fit`.""",
+`tf.data` pipelines; a `Batching` plan says how (batch size, shuffling, repetition, padding, seed).
+Any `tf.data.Dataset` of `({"source", "target_in"}, target)` batches works with `fit`.""",
         """data = keras_s2s.data.load_parallel_data("demo", num_train=3000, num_valid=64, num_test=24,
                                          vocab_size=800, max_length=48,
                                          batching=keras_s2s.data.Batching(batch_size=64))
