@@ -37,6 +37,7 @@ from pathlib import Path
 
 import keras_s2s
 from keras_s2s.cli import main as keras_s2s_command
+from keras_s2s.config import LENGTH_PENALTY
 from keras_s2s.metrics import score
 from keras_s2s.presets import load_preset, pack_preset, read_metadata, save_to_preset, sha256_of
 from keras_s2s.text import read_parallel
@@ -155,6 +156,7 @@ def preset_stage(chosen: Path, run: Path, scores: dict, work: Path, name: str) -
             scores={f"{k} beam {BEAM_WIDTH}": v for k, v in scores.items() if k != "model"},
             weights=scores["model"],
             intended_use=INTENDED_USE,
+            decoding={"beam_width": BEAM_WIDTH, "length_penalty": LENGTH_PENALTY},
         )
         save_to_preset(load_model(chosen), folder, metadata, weights_dtype="float16")
         pack_preset(folder, archive)
@@ -169,7 +171,7 @@ def main() -> None:
     )
     parser.add_argument("--work", default="gettext", help="folder for every stage's output")
     parser.add_argument("--direction", choices=("en-de", "de-en"), default="en-de")
-    parser.add_argument("--card", default="convs2s_demo", help="the zoo card trained")
+    parser.add_argument("--card", default="convs2s_gettext", help="the zoo card trained")
     parser.add_argument("--stage", type=int, default=1, help="training stage (run folder suffix)")
     parser.add_argument("--until", choices=STAGES, default="preset", help="stop after this stage")
     parser.add_argument("--time-limit", default="25m", help="training budget over restarts")

@@ -144,10 +144,21 @@ def load_preset_directory(directory: str | Path) -> keras.Model:
 DECODING_KEYS = ("alpha", "beta", "beam_width", "lexicon", "oov_penalty")
 
 
+TRANSLATION_DECODING_KEYS = ("beam_width", "length_penalty")
+
+
 def _set_default_decoding(model, directory: Path) -> None:
-    """A recognizer preset's word LM search (metadata `lm`: its file and tuned settings) becomes the
-    model's default decoding (`transcribe` without arguments uses it)."""
-    decoding = read_metadata(directory).get("lm")
+    """A preset's tuned search becomes the model's default decoding: a translation preset's beam
+    (metadata `decoding`, `translate` without arguments uses it), a recognizer preset's word LM
+    search (metadata `lm`: its file and tuned settings; `transcribe` without arguments uses it)."""
+    metadata = read_metadata(directory)
+    if isinstance(getattr(model, "default_decoding", None), dict) and "decoding" in metadata:
+        decoding = metadata["decoding"]
+        model.default_decoding = {
+            k: decoding[k] for k in TRANSLATION_DECODING_KEYS if k in decoding
+        }
+        return
+    decoding = metadata.get("lm")
     if not decoding or not hasattr(model, "set_default_decoding"):
         return
     path = directory / str(decoding.get("file", "lm.arpa.gz"))

@@ -243,13 +243,42 @@ def load_initial_weights(model: keras.Model, card: Card, source: str) -> None:
     model.set_weights(donor.get_weights())
 
 
+def initial_tokenizer(card: Card, source: str):
+    """The tokenizer of the weights `source` (`training.init_from`: a preset of `card` or a run's
+    `.weights.h5`) that a new run starts from, so that it reads its corpus with the same pieces; None
+    where the source has none (a recognizer's, a loose checkpoint).
+
+    Example:
+        >>> initial_tokenizer(get_card("convs2s_gettext"), "en-de").vocab_size
+        8000
+    """
+    if source.endswith(".weights.h5"):
+        from keras_s2s.text.tokenizer import load_run_tokenizer
+
+        run = _checkpoint_run(Path(source))
+        if not (run / "card.yaml").is_file():
+            return None
+        data = load_card(run / "card.yaml").data
+        return load_run_tokenizer(
+            run, data.get("tokenization", "sentencepiece"), data.get("shared_vocabulary", True)
+        )
+    from keras_s2s.presets import load_preset
+
+    return getattr(load_preset(*_preset_source(card, source)), "tokenizer", None)
+
+
+def _checkpoint_run(path: Path) -> Path:
+    """The run folder of a checkpoint: the one above its `checkpoints/` or `backup/`."""
+    return path.parent.parent if path.parent.name in ("checkpoints", "backup") else path.parent
+
+
 def _check_checkpoint_assets(model: keras.Model, card: Card, path: Path) -> None:
     """A checkpoint's run (the folder above its `checkpoints/` or `backup/`) must have this model's
     architecture and vocabulary (a tokenizer of the same size learned on other text gives the ids
     other meanings): a ValueError naming the checkpoint otherwise. A loose file cannot be checked."""
     from keras_s2s.text.tokenizer import load_run_tokenizer
 
-    run = path.parent.parent if path.parent.name in ("checkpoints", "backup") else path.parent
+    run = _checkpoint_run(path)
     if not (run / "card.yaml").is_file():
         log.warning(
             "training.init_from %s: no run folder (card.yaml) beside it, so its vocabulary cannot "

@@ -16,6 +16,8 @@ import pytest
 from tiny import TINY_GNMT, disk_full_after_first_backup, flags
 
 from keras_s2s.cli import main
+from keras_s2s.corpora.translation_demo import DemoCorpus
+from keras_s2s.text.tokenizer import load_run_tokenizer
 from keras_s2s.training.backup import AtomicBackupAndRestore
 
 
@@ -488,10 +490,11 @@ def test_a_folder_a_killed_process_was_building_is_removed_by_the_next_one(tmp_p
     assert [p.name for p in tmp_path.glob(".tmp-*")] == [alive.name], "the preset's leftover too"
 
 
-def test_init_from_a_checkpoint_checks_the_vocabulary_of_its_run(
+def test_init_from_a_checkpoint_takes_the_tokenizer_of_its_run(
     crashed_and_finished_run, tmp_path, capsys
 ):
-    """A checkpoint's same-size vocabulary learned on other text was accepted silently."""
+    """A new run from a checkpoint reads its corpus with the checkpoint's tokenizer (one learned on
+    its own text gave the ids other meanings)."""
     import shutil
 
     checkpoint = crashed_and_finished_run[0] / "checkpoints" / "epoch-001.weights.h5"
@@ -499,10 +502,25 @@ def test_init_from_a_checkpoint_checks_the_vocabulary_of_its_run(
     start += ["--set", f"training.init_from={checkpoint}"]
     assert main([*start, "--out", str(tmp_path / "same")]) == 0
     assert f"starting from the weights of {checkpoint}" in capsys.readouterr().out
-    other = ["--set", "num_train=200"]  # another tokenizer: learned on other sentences
-    assert main([*start, *other, "--out", str(tmp_path / "other")]) == 2
-    assert f"training.init_from {checkpoint}: its run's tokenizer" in capsys.readouterr().err
-    assert not (tmp_path / "other").exists(), "nothing written"
+    # other sentences: read with the checkpoint's tokenizer, not one learned on them
+    other = ["--set", "num_train=200"]
+    assert main([*start, *other, "--out", str(tmp_path / "other")]) == 0
+    donor = load_run_tokenizer(crashed_and_finished_run[0], "sentencepiece", True)
+    taken = load_run_tokenizer(tmp_path / "other", "sentencepiece", True)
+    assert taken.get_config() == donor.get_config()
+    # an encoded corpus carries its own tokenizer: refused, nothing written
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    splits = DemoCorpus(seed=0).split(200, 12, 10, seed=1)
+    for name, pairs in zip(("train", "dev", "test"), splits, strict=True):
+        (corpus / f"{name}.tsv").write_text("".join(f"{s}\t{t}\n" for s, t in pairs))
+    encode = ["encode", "--data", str(corpus), "--out", str(tmp_path / "ids")]
+    assert main([*encode, "--vocab-size", "120"]) == 0
+    start[3] = str(tmp_path / "ids")
+    assert main([*start, "--out", str(tmp_path / "encoded")]) == 2
+    assert "reads text with theirs" in capsys.readouterr().err
+    assert not (tmp_path / "encoded").exists(), "nothing written"
+    start[3] = "demo"
     loose = tmp_path / "loose.weights.h5"  # no run beside it: loaded, with a warning
     shutil.copy(checkpoint, loose)
     start[-1] = f"training.init_from={loose}"

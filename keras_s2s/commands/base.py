@@ -82,7 +82,8 @@ def add_decoding_flags(parser, beam_width: int = 1, coverage: bool = True) -> No
     """--beam-width, --length-penalty (and --coverage-penalty): how a model decodes. Unset flags stay
     None: the task's `decoding_options` hold the defaults and refuse another task's option."""
     parser.add_argument("--beam-width", type=COUNT,
-                        help=f"hypotheses kept by the beam search (1 = greedy; default {beam_width})")  # fmt: skip
+                        help=f"hypotheses kept by the beam search (1 = greedy; default {beam_width}, "
+                        "or the zoo preset's own)")  # fmt: skip
     parser.add_argument("--length-penalty", type=finite,
                         help=f"GNMT alpha of a translation beam search (default {LENGTH_PENALTY})")  # fmt: skip
     if coverage:

@@ -117,9 +117,10 @@ def _translator(args) -> tuple:
         from keras_s2s import tasks
         from keras_s2s.export.native import check_compute_type, with_compute_type
 
-        options = tasks.get("translation").decoding(**given_decoding(args))
-        check_compute_type(args.compute_type)  # before the model loads
+        task, given = tasks.get("translation"), given_decoding(args)
+        task.decoding(**given), check_compute_type(args.compute_type)  # before the model loads
         model = with_compute_type(load_for("translation", args.model), args.compute_type)
+        options = task.decoding(model, **given)  # a preset's own search unless flags change it
     return model, {"batch_size": args.batch_size, **options}
 
 

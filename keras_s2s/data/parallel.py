@@ -248,14 +248,15 @@ def _learn_tokenizer(train, tokenization, vocab_size, shared_vocabulary, source_
 
 
 def _encoded_tokenizer(folder, run_tokenizer):
-    """An encoded corpus's tokenizer and the data settings it fixes; a resumed run's tokenizer must
-    be the corpus's."""
+    """An encoded corpus's tokenizer and the data settings it fixes; a resumed run's tokenizer (or that
+    of the weights a new run starts from) must be the corpus's."""
     manifest = read_manifest(folder)
     tokenizer = read_encoded_tokenizer(folder, manifest)
     if run_tokenizer is not None and run_tokenizer.get_config() != tokenizer.get_config():
         raise ValueError(
             f"{folder}: this encoded corpus's tokenizer is not the run's; a run continues on the "
-            "corpus (and vocabulary) it started with"
+            "corpus (and vocabulary) it started with, and one from trained weights "
+            "(training.init_from) reads text with theirs: give the corpus as text"
         )
     settings = {key: manifest[key] for key in FOLDER_SETTINGS if key in manifest}
     if manifest["shared_vocabulary"]:

@@ -50,6 +50,8 @@ def with_compute_type(model: keras.Model, compute_type: str = "default") -> kera
         copy = model.__class__.from_config(config)
         copy.build()
         copy.set_weights(model.get_weights())
+        # a preset's search (not in the config)
+        copy.default_decoding = dict(model.default_decoding)
         model = copy
     if quantize:
         with (

@@ -78,6 +78,9 @@ class Seq2SeqLM(ZooModel):
         self.decode_max_length = decode_max_length
         # (beam_width, alpha, beta) -> tf.function; not saved with the model
         self._decoders = FunctionCache()
+        # what `translate` uses where its caller gives no beam width or length penalty: a preset's
+        # tuned search (its metadata's `decoding`, keras_s2s.presets); not saved with the model
+        self.default_decoding = {}
 
     # --- subclass interface ---------------------------------------------------------------
 
@@ -319,8 +322,8 @@ class Seq2SeqLM(ZooModel):
         texts: list[str],
         batch_size: int = 64,
         max_length: int | None = None,
-        beam_width: int = 1,
-        length_penalty: float = LENGTH_PENALTY,
+        beam_width: int | None = None,
+        length_penalty: float | None = None,
         coverage_penalty: float = 0.0,
         max_length_ratio: float = 2.0,
         max_length_offset: int = 10,
@@ -329,6 +332,9 @@ class Seq2SeqLM(ZooModel):
         loop_guard: bool = True,
     ) -> list[str]:
         """Translate raw sentences to detokenized text (greedy, or beam search if beam_width > 1).
+
+        `beam_width` and `length_penalty` left None are the model's `default_decoding` (a
+        preset's tuned search, e.g. beam 4), else greedy and `LENGTH_PENALTY`.
 
         Each sentence gets at most `max_length_ratio * source tokens + max_length_offset`
         output tokens (and never more than `max_length`). A blank sentence stays
@@ -341,6 +347,9 @@ class Seq2SeqLM(ZooModel):
             >>> model.translate(["the dog sees a cat", ""], beam_width=4)
             ['der hund sieht eine katze', '']
         """
+        defaults = {"beam_width": 1, "length_penalty": LENGTH_PENALTY, **self.default_decoding}
+        beam_width = defaults["beam_width"] if beam_width is None else beam_width
+        length_penalty = defaults["length_penalty"] if length_penalty is None else length_penalty
         check_count("batch_size", batch_size), check_count("beam_width", beam_width)
         if self.tokenizer is None:
             raise ValueError(

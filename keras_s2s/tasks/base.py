@@ -96,10 +96,13 @@ class Task:
     data_schema: dict = {}
     training_schema: dict = {}
     decoding_options: dict = {}
+    # whether a run learns its tokenizer from the corpus (a new run from trained weights takes theirs)
+    learns_tokenizer: bool = False
 
-    def decoding(self, **given) -> dict:
-        """The decoding options with `given` over the defaults; an option this task's models do not
-        decode with (a recognizer's `lm` for a translation model) is a ValueError naming it.
+    def decoding(self, model=None, **given) -> dict:
+        """The decoding options: `given` over `model`'s own defaults (a preset's tuned search, see
+        `model_decoding`) over the task's; an option this task's models do not decode with (a
+        recognizer's `lm` for a translation model) is a ValueError naming it.
 
         Example:
             >>> tasks.get("translation").decoding(beam_width=4)
@@ -111,7 +114,12 @@ class Task:
             raise ValueError(
                 f"{', '.join(foreign)}: not a decoding option of {self.noun} (its options: {valid})"
             )
-        return {**self.decoding_options, **given}
+        defaults = self.model_decoding(model) if model is not None else {}
+        return {**self.decoding_options, **defaults, **given}
+
+    def model_decoding(self, model) -> dict:
+        """The decoding options `model` brings as its own defaults (none here)."""
+        return {}
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
@@ -136,9 +144,11 @@ class Task:
         """`loss` and `metrics` for `model.compile` (None: the model computes its loss in `compute_loss`)."""
         return {"loss": None, "metrics": None}
 
-    def prepare(self, card, out: Path, runtime) -> PreparedTask:
+    def prepare(self, card, out: Path, runtime, tokenizer=None) -> PreparedTask:
         """Load and check the run's data, ready for `fit`; `runtime`: the run's `distribution.Runtime`
-        (its pad multiple and replica count shape the batches)."""
+        (its pad multiple and replica count shape the batches); `tokenizer`: that of the weights a
+        new run starts from (`training.init_from`), for a task whose runs learn one from the corpus
+        (translation); the audio tasks' symbols come from the card."""
         raise NotImplementedError
 
     def evaluate_run(self, model, card, run_dir: Path, data: str | None = None, **decoding) -> dict:

@@ -94,7 +94,7 @@ class Recognition(Task):
             extractor, vocabulary = extractor or default_extractor, vocabulary or default_vocabulary
         return audio_model_arguments(extractor, vocabulary, "num_features")
 
-    def prepare(self, card, out: Path, runtime) -> PreparedTask:
+    def prepare(self, card, out: Path, runtime, tokenizer=None) -> PreparedTask:
         return prepare_audio(
             card,
             out,

@@ -182,7 +182,7 @@ class Synthesis(Task):
         vocabulary = vocabulary or tts_vocabulary(card.data.get("characters"))
         return audio_model_arguments(extractor, vocabulary, "num_mels")
 
-    def prepare(self, card, out: Path, runtime) -> PreparedTask:
+    def prepare(self, card, out: Path, runtime, tokenizer=None) -> PreparedTask:
         return prepare_audio(
             card,
             out,

@@ -136,6 +136,7 @@ class Translation(Task):
     """Text to text: a subword tokenizer learned per run, label-smoothed cross-entropy, BLEU."""
 
     name = "translation"
+    learns_tokenizer = True
     data_schema = {
         **CORPUS_SCHEMA,  # the card's data keys are load_parallel_data's arguments
         "vocab_size": COUNT,
@@ -198,9 +199,10 @@ class Translation(Task):
             "metrics": [MaskedAccuracy()],
         }
 
-    def prepare(self, card, out: Path, runtime) -> PreparedTask:
+    def prepare(self, card, out: Path, runtime, tokenizer=None) -> PreparedTask:
         tokenization = card.data.get("tokenization", "sentencepiece")
-        tokenizer = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))
+        stored = load_run_tokenizer(out, tokenization, card.data.get("shared_vocabulary", True))
+        tokenizer = stored or tokenizer  # else learned from the corpus
         start = time.time()
         plan, settings = run_batching(card, runtime)
         corpus = load_parallel_data(
@@ -239,7 +241,7 @@ class Translation(Task):
 
         def commit():
             write_card(out, card)
-            if tokenizer is None:
+            if stored is None:
                 save_run_tokenizer(corpus.tokenizer, out, tokenization, write=atomic_write)
 
         return PreparedTask(
@@ -279,6 +281,10 @@ class Translation(Task):
             coverage_penalty=coverage_penalty,
             loop_guard=loop_guard,
         )
+
+    def model_decoding(self, model) -> dict:
+        """A preset's tuned search (its metadata's `decoding`, e.g. beam 4): `Seq2SeqLM.default_decoding`."""
+        return dict(model.default_decoding)
 
     def decoding_grid(self, model, card, run_dir: Path, data: str | None = None) -> dict:
         _, valid, _, _ = _read_splits(card, data)

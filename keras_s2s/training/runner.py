@@ -273,16 +273,19 @@ def _train(card, out: Path, write_dir: Path, runtime: Runtime, epochs, steps, ve
     task = tasks.for_card(card)
     if chief:
         check_run_dir(out, card)
-    prepared = task.prepare(card, write_dir, runtime)
+    source = card.training.get("init_from") if not _has_trained(out) else None
+    # a new run from trained weights reads its corpus with their tokenizer
+    start = zoo.initial_tokenizer(card, source) if source and task.learns_tokenizer else None
+    prepared = task.prepare(card, write_dir, runtime, tokenizer=start)
     card = prepared.card  # with the settings fitted to the corpus
     if (out / "model.keras").exists():  # trained, but evaluation or the preset did not follow
         return _finish(card, out, prepared, run_clock) if chief else {}
     model = zoo.build_from_card(card, task=task, runtime=runtime, **prepared.build_kwargs)
     check_step_memory(model, prepared.longest_batch, card.name, runtime)
-    if card.training.get("init_from") and not _has_trained(out):  # a new run: a bad source leaves
-        with runtime.weights_scope(model):  # nothing behind either
-            zoo.load_initial_weights(model, card, card.training["init_from"])
-        print(f"starting from the weights of {card.training['init_from']}")
+    if source:  # a new run: a bad source leaves nothing behind either
+        with runtime.weights_scope(model):
+            zoo.load_initial_weights(model, card, source)
+        print(f"starting from the weights of {source}")
     prepared.commit()  # only now: a card that cannot build a model (or fit in memory) leaves nothing
     per_epoch = _steps_per_epoch(card, prepared.num_train)
     epochs, steps_per_epoch, length = _run_length(card, per_epoch, epochs, steps)
@@ -471,8 +474,8 @@ def evaluate_run(
     preset = zoo.split_preset(str(run_dir))
     card = zoo.get_card(preset[0] if preset else str(Path(run_dir) / "card.yaml"))
     task = tasks.for_card(card)
-    decoding = task.decoding(**decoding)  # before the model loads
-    if grid and decoding != task.decoding():
+    given = decoding  # a foreign option is named before the model loads:
+    if grid and task.decoding(**given) != task.decoding():
         raise ValueError(
             "--grid tries its own beam widths and length penalties: give no decoding flag"
         )
@@ -482,6 +485,7 @@ def evaluate_run(
         run_dir = Path(run_dir)
         model = load_model(run_dir)
         out = run_dir if out is None else out
+    decoding = task.decoding(model, **given)  # a preset's own search unless flags change it
     if out is None:  # a preset scored without --out: nothing is written
         return _score(task, model, card, out, data, grid, decoding)
     with run_lock(Path(out), "evaluate"):  # not into a run that a train or average writes
