@@ -474,8 +474,9 @@ def evaluate_run(
     preset = zoo.split_preset(str(run_dir))
     card = zoo.get_card(preset[0] if preset else str(Path(run_dir) / "card.yaml"))
     task = tasks.for_card(card)
-    given = decoding  # a foreign option is named before the model loads:
-    if grid and task.decoding(**given) != task.decoding():
+    given = decoding
+    checked = task.decoding(**given)  # a foreign option is named before the model loads
+    if grid and checked != task.decoding():
         raise ValueError(
             "--grid tries its own beam widths and length penalties: give no decoding flag"
         )
