@@ -253,18 +253,21 @@ def initial_tokenizer(card: Card, source: str):
         8000
     """
     if source.endswith(".weights.h5"):
-        from keras_s2s.text.tokenizer import load_run_tokenizer
-
         run = _checkpoint_run(Path(source))
-        if not (run / "card.yaml").is_file():
-            return None
-        data = load_card(run / "card.yaml").data
-        return load_run_tokenizer(
-            run, data.get("tokenization", "sentencepiece"), data.get("shared_vocabulary", True)
-        )
+        return _stored_tokenizer(run) if (run / "card.yaml").is_file() else None
     from keras_s2s.presets import load_preset
 
     return getattr(load_preset(*_preset_source(card, source)), "tokenizer", None)
+
+
+def _stored_tokenizer(run: Path):
+    """The tokenizer a run stored, read as its card.yaml says (None if it stored none yet)."""
+    from keras_s2s.text.tokenizer import load_run_tokenizer
+
+    data = load_card(run / "card.yaml").data
+    return load_run_tokenizer(
+        run, data.get("tokenization", "sentencepiece"), data.get("shared_vocabulary", True)
+    )
 
 
 def _checkpoint_run(path: Path) -> Path:
@@ -276,8 +279,6 @@ def _check_checkpoint_assets(model: keras.Model, card: Card, path: Path) -> None
     """A checkpoint's run (the folder above its `checkpoints/` or `backup/`) must have this model's
     architecture and vocabulary (a tokenizer of the same size learned on other text gives the ids
     other meanings): a ValueError naming the checkpoint otherwise. A loose file cannot be checked."""
-    from keras_s2s.text.tokenizer import load_run_tokenizer
-
     run = _checkpoint_run(path)
     if not (run / "card.yaml").is_file():
         log.warning(
@@ -293,10 +294,7 @@ def _check_checkpoint_assets(model: keras.Model, card: Card, path: Path) -> None
             f"{where}: a {donor.architecture} checkpoint, this run is {card.architecture}"
         )
     if getattr(model, "tokenizer", None) is not None:
-        data = donor.data
-        theirs = load_run_tokenizer(
-            run, data.get("tokenization", "sentencepiece"), data.get("shared_vocabulary", True)
-        )
+        theirs = _stored_tokenizer(run)
         if theirs is None:
             raise ValueError(f"{where}: its run ({run}) holds no tokenizer files to check it by")
         if theirs.get_config() != model.tokenizer.get_config():

@@ -474,8 +474,7 @@ def evaluate_run(
     preset = zoo.split_preset(str(run_dir))
     card = zoo.get_card(preset[0] if preset else str(Path(run_dir) / "card.yaml"))
     task = tasks.for_card(card)
-    given = decoding
-    checked = task.decoding(**given)  # a foreign option is named before the model loads
+    checked = task.decoding(**decoding)  # a foreign option is named before the model loads
     if grid and checked != task.decoding():
         raise ValueError(
             "--grid tries its own beam widths and length penalties: give no decoding flag"
@@ -486,7 +485,7 @@ def evaluate_run(
         run_dir = Path(run_dir)
         model = load_model(run_dir)
         out = run_dir if out is None else out
-    decoding = task.decoding(model, **given)  # a preset's own search unless flags change it
+    decoding = task.decoding(model, **decoding)  # a preset's own search unless flags change it
     if out is None:  # a preset scored without --out: nothing is written
         return _score(task, model, card, out, data, grid, decoding)
     with run_lock(Path(out), "evaluate"):  # not into a run that a train or average writes
