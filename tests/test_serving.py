@@ -14,8 +14,14 @@ from keras_s2s.metrics import score
 
 @pytest.fixture
 def ctranslate2():
-    """CTranslate2, or a skip where the optional extra is not installed."""
-    return pytest.importorskip("ctranslate2")
+    """CTranslate2 loaded as keras-s2s loads it (Intel MKL's int8 kernels asked for before the library
+    loads: its default oneDNN int8 is wrong on AMD CPUs), or a skip where the extra is not installed."""
+    from keras_s2s.export.ctranslate2 import require_ctranslate2
+
+    try:
+        return require_ctranslate2()
+    except ImportError:
+        pytest.skip("CTranslate2 is not installed")
 
 
 TINY_TRANSFORMER = flags(
@@ -43,13 +49,15 @@ def word_corpus(path, pairs: int = 3000, seed: int = 0):
 
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
-    """A tiny Transformer trained in float32, and its held-out sources and references."""
+    """A tiny Transformer trained in float32, and its held-out sources and references (640 steps: at 320
+    an AMD EPYC Zen 3 reached held-out BLEU 18, where near-ties make engines and compute types disagree;
+    at 640, 91)."""
     from keras_s2s.data.parallel import read_splits
     from keras_s2s.training.runner import load_model
 
     folder = tmp_path_factory.mktemp("ct2")
     corpus, out = word_corpus(folder / "words.tsv"), folder / "run"
-    argv = ["train", "transformer", "--data", str(corpus), "--steps", "320", "--out", str(out)]
+    argv = ["train", "transformer", "--data", str(corpus), "--steps", "640", "--out", str(out)]
     assert main(argv + TINY_TRANSFORMER) == 0
     data = yaml.safe_load((out / "card.yaml").read_text())["data"]
     splits = {key: data[key] for key in ("num_train", "num_valid", "num_test", "seed")}
@@ -85,10 +93,8 @@ def test_native_int8_quantizes_a_copy_within_half_a_bleu_point(trained):
     assert any("ffn" in p or "dense" in p for p in quantized), quantized
     assert not any(v.dtype == "int8" for v in model.weights), "the original model is left as it was"
     native = model.translate(sources)
-    assert (
-        abs(score(int8.translate(sources), references)["bleu"] - score(native, references)["bleu"])
-        <= 0.5
-    )
+    loss = score(native, references)["bleu"] - score(int8.translate(sources), references)["bleu"]
+    assert loss <= 0.5, "quantized, it may score higher (92.84 against 91.33 on a Zen 3), not lower"
 
 
 def test_the_command_line_translates_at_a_native_compute_type(trained, tmp_path, capsys):
@@ -144,7 +150,8 @@ def test_ctranslate2_int8_stays_within_half_a_bleu_point(ctranslate2, trained, t
     assert (tmp_path / "int8" / "model.bin").stat().st_size < _float32_size(model, tmp_path)
     int8 = CTranslate2Translator(tmp_path / "int8").translate(sources)
     native = model.translate(sources, loop_guard=False)  # CTranslate2 has no loop guard
-    assert abs(score(int8, references)["bleu"] - score(native, references)["bleu"]) <= 0.5
+    loss = score(native, references)["bleu"] - score(int8, references)["bleu"]
+    assert loss <= 0.5, f"int8 lost {loss:.2f} BLEU (oneDNN's int8 on an AMD CPU: 55)"
 
 
 def _float32_size(model, tmp_path):
@@ -217,7 +224,7 @@ def test_a_fresh_process_translates_a_run_with_ctranslate2(ctranslate2, trained,
     result = subprocess.run(command, input=sources[0] + "\n", capture_output=True, text=True, timeout=300,
                             env=env)  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.splitlines() == model.translate(sources[:1])
+    assert result.stdout.splitlines() == model.translate(sources[:1], loop_guard=False)
 
 
 @pytest.mark.parametrize(
@@ -250,4 +257,4 @@ def test_a_damaged_ctranslate2_export_is_named_and_a_runs_own_copy_rebuilt(
     with caplog.at_level("WARNING", logger="keras_s2s"):
         translated = translator_for(run).translate(sources[:1])
     assert "a damaged CTranslate2 export" in caplog.text and "rebuilding it" in caplog.text
-    assert translated == model.translate(sources[:1])
+    assert translated == model.translate(sources[:1], loop_guard=False)
