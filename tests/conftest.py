@@ -39,26 +39,14 @@ def pytest_ignore_collect(collection_path, config):
     return None
 
 
-# the files that take longest, longest first (seconds of one worker on an AMD EPYC Zen 3, float32,
-# 2026-12-07), scheduled before the rest: xdist hands out whole files in collection order
-# (`--no-loadscope-reorder` in setup.cfg; by default it sends the files with the most tests first,
-# which left the one-test JAX pass and backend twin to run alone at the end for 10 minutes)
+# the files that take longest, scheduled first (xdist hands out whole files in collection order), so
+# the suite does not end on one of them while the other workers are idle
 SLOWEST_FIRST = (
-    "test_multiworker.py",  # 629
-    "test_jax_pass.py",  # 591
-    "test_backend_twin.py",  # 443
-    "test_cli.py",  # 395
-    "test_fault_tolerance.py",  # 365
-    "test_serving.py",  # 341
-    "test_seq2seq_models.py",  # 295
-    "test_notebooks.py",  # 284
-    "test_backends.py",  # 255
-    "test_export.py",  # 215
-    "test_accumulation_and_loss_scale.py",  # 197
-    "test_gpu_suite.py",  # 193
-    "test_tts.py",  # 166
-    "test_presets.py",  # 160
-    "test_english_speech.py",  # 159
+    "test_backend_twin.py",
+    "test_jax_pass.py",
+    "test_backends.py",
+    "test_multiworker.py",
+    "test_serving.py",
 )
 
 
