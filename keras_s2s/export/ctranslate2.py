@@ -46,7 +46,18 @@ def require_ctranslate2():
     CTranslate2 uses oneDNN for int8 on CPUs that are not Intel's; on an AMD EPYC Zen 3 (AVX2) its int8
     output was garbage (held-out BLEU 36.33 where float32 gave 91.33, the same int8 weights dequantized
     92.84) and Intel MKL's int8 kernels right (93.28): MKL is asked for unless `CT2_USE_MKL` is set."""
-    os.environ.setdefault("CT2_USE_MKL", "1")  # read when the library loads
+    import sys
+
+    if (
+        "ctranslate2" in sys.modules
+        and "CT2_USE_MKL" not in os.environ
+        and _cpu_vendor() != "GenuineIntel"
+    ):
+        log.warning(
+            "CTranslate2 was loaded before keras-s2s could ask for Intel MKL's int8 kernels: on this CPU "
+            "its int8 output may be wrong; set CT2_USE_MKL=1 in the environment (or import keras-s2s first)"
+        )
+    os.environ.setdefault("CT2_USE_MKL", "1")  # read once, when the library loads
     try:
         import ctranslate2
     except ImportError:
@@ -54,6 +65,18 @@ def require_ctranslate2():
             'CTranslate2 is not installed: pip install "keras-s2s[ctranslate2]" (or pip install ctranslate2)'
         ) from None
     return ctranslate2
+
+
+def _cpu_vendor() -> str:
+    """The CPU's vendor as Linux names it ("GenuineIntel", "AuthenticAMD"), or "" where unknown."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as info:
+            for line in info:
+                if line.startswith("vendor_id"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return ""
 
 
 def _dense(spec, layer) -> None:
