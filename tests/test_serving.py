@@ -271,7 +271,7 @@ def test_ctranslate2_loaded_before_keras_s2s_on_an_amd_cpu_is_named(monkeypatch,
     monkeypatch.setitem(sys.modules, "ctranslate2", types.ModuleType("ctranslate2"))
     monkeypatch.delenv("CT2_USE_MKL", raising=False)
     for vendor, warned in [("GenuineIntel", False), ("AuthenticAMD", True)]:
-        monkeypatch.setattr(export, "_cpu_vendor", lambda vendor=vendor: vendor)
+        monkeypatch.setattr(export, "cpu_info", lambda field, vendor=vendor: vendor)
         caplog.clear()
         with caplog.at_level(logging.WARNING, "keras_s2s"):
             assert export.require_ctranslate2() is sys.modules["ctranslate2"]

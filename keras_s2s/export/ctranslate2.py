@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import keras
@@ -31,6 +32,7 @@ import numpy as np
 from keras_s2s.config import LENGTH_PENALTY, MissingExtra
 from keras_s2s.files import staging_folder
 from keras_s2s.models import seq2seq_lm
+from keras_s2s.precision import cpu_info
 from keras_s2s.text.tokenizer import SubwordTokenizer, TokenizerPair
 
 log = logging.getLogger("keras_s2s")
@@ -46,12 +48,10 @@ def require_ctranslate2():
     CTranslate2 uses oneDNN for int8 on CPUs that are not Intel's; on an AMD EPYC Zen 3 (AVX2) its int8
     output was garbage (held-out BLEU 36.33 where float32 gave 91.33, the same int8 weights dequantized
     92.84) and Intel MKL's int8 kernels right (93.28): MKL is asked for unless `CT2_USE_MKL` is set."""
-    import sys
-
     if (
         "ctranslate2" in sys.modules
         and "CT2_USE_MKL" not in os.environ
-        and _cpu_vendor() != "GenuineIntel"
+        and cpu_info("vendor_id") != "GenuineIntel"
     ):
         log.warning(
             "CTranslate2 was loaded before keras-s2s could ask for Intel MKL's int8 kernels: on this CPU "
@@ -65,18 +65,6 @@ def require_ctranslate2():
             'CTranslate2 is not installed: pip install "keras-s2s[ctranslate2]" (or pip install ctranslate2)'
         ) from None
     return ctranslate2
-
-
-def _cpu_vendor() -> str:
-    """The CPU's vendor as Linux names it ("GenuineIntel", "AuthenticAMD"), or "" where unknown."""
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as info:
-            for line in info:
-                if line.startswith("vendor_id"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return ""
 
 
 def _dense(spec, layer) -> None:

@@ -10,6 +10,7 @@ from keras_s2s.precision.loss_scale import build_loss_scale_optimizer
 from keras_s2s.precision.policy import (
     choose_precision,
     cpu_flags,
+    cpu_info,
     is_mixed,
     resolve_precision,
     set_precision,
@@ -19,6 +20,7 @@ __all__ = [
     "build_loss_scale_optimizer",
     "choose_precision",
     "cpu_flags",
+    "cpu_info",
     "is_mixed",
     "resolve_precision",
     "set_precision",

@@ -27,16 +27,26 @@ log = logging.getLogger("keras_s2s")
 BF16_CPU_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
-    """The CPU feature flags listed in /proc/cpuinfo (empty if unreadable)."""
+def cpu_info(field: str, cpuinfo: str = "/proc/cpuinfo") -> str:
+    """The value of the first `field` line of /proc/cpuinfo ("" if absent or unreadable).
+
+    >>> cpu_info("vendor_id")  # doctest: +SKIP
+    'AuthenticAMD'
+    """
     try:
         with open(cpuinfo, encoding="utf-8") as handle:
             for line in handle:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
+                name, _, value = line.partition(":")
+                if name.strip() == field:
+                    return value.strip()
     except OSError:
         pass
-    return set()
+    return ""
+
+
+def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
+    """The CPU feature flags listed in /proc/cpuinfo (empty if unreadable)."""
+    return set(cpu_info("flags", cpuinfo).split())
 
 
 def gpu_compute_capabilities() -> list[tuple[int, int]]:
