@@ -16,6 +16,9 @@ from model_testing import assert_same_outputs
 ROOT = Path(__file__).resolve().parents[1]
 
 
+# beside the other worker's multi-process tests and a training it took 914 s (pytest-timeout's default
+# is 900 s in setup.cfg)
+@pytest.mark.timeout(2400)
 def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
     pytest.importorskip("jax")
     from keras_s2s.audio.io import resample, write_wav
