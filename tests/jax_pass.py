@@ -14,17 +14,21 @@ import subprocess
 import sys
 from pathlib import Path
 
+import keras
 import pytest
 from devices import JAX_PASS
 
 ROOT = Path(__file__).resolve().parents[1]
-# each half takes 5-6 minutes alone on a 2-core Zen 3; beside the other worker's multi-process tests
-# and a training it took up to 12 (pytest-timeout's default in setup.cfg is 900 s)
+# the timeout of the tests that start a JAX process for many tests (each JAX pass half, the backend
+# twin): 5-6 minutes alone on a 2-core Zen 3, up to 15 beside the other worker's multi-process tests
+# and a training (pytest-timeout's default in setup.cfg is 900 s)
 TIMEOUT = 2400
 
 
 def run_jax_pass(*pytest_args: str) -> None:
     """Run the JAX_PASS files under JAX, selected by `pytest_args`; fail with its summary."""
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("started from the TensorFlow pass")
     pytest.importorskip("jax")
     env = {**os.environ, "KERAS_BACKEND": "jax"}
     command = [sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider"]

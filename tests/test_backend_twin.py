@@ -11,14 +11,13 @@ from pathlib import Path
 import backend_twin as twin
 import numpy as np
 import pytest
+from jax_pass import TIMEOUT
 from model_testing import assert_same_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# beside the other worker's multi-process tests and a training it took 914 s (pytest-timeout's default
-# is 900 s in setup.cfg)
-@pytest.mark.timeout(2400)
+@pytest.mark.timeout(TIMEOUT)  # 914 s beside the multiworker tests and a training
 def test_jax_computes_what_tensorflow_computes_from_the_same_weights(tmp_path):
     pytest.importorskip("jax")
     from keras_s2s.audio.io import resample, write_wav
