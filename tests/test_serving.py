@@ -1,6 +1,7 @@
 """Serving a trained Transformer: the native engine at other compute types (float32, bfloat16, Keras
 int8) and the CTranslate2 export and engine, which decode as the Keras model does."""
 
+import gc
 import logging
 
 import numpy as np
@@ -87,7 +88,9 @@ def test_native_int8_quantizes_a_copy_within_half_a_bleu_point(trained):
     from keras_s2s.export.native import with_compute_type
 
     _, model, sources, references = trained
+    collect = gc.collect
     int8 = with_compute_type(model, "int8")
+    assert gc.collect is collect, "one collection at the end, then Python's own function back"
     quantized = {v.path for v in int8.weights if v.dtype == "int8"}
     assert any("target_embedding" in p for p in quantized), "the output projection too"
     assert any("ffn" in p or "dense" in p for p in quantized), quantized
