@@ -95,7 +95,7 @@ def test_training_stops_when_the_budget_is_spent_and_a_restart_counts_the_time_b
         "stopped after the step that spent 60 s"
     )
     assert (
-        "time limit of 55s reached" in caplog.text
+        "time limit of 55s reached: stopping after step 2 of this epoch's 4" in caplog.text
         and "40s of the 55s time limit spent, 15s left" in caplog.text
     )
     model, limiter = fit_for(tmp_path / "b", FakeClock(10.0), limit=1e9)

@@ -69,8 +69,14 @@ class TimeLimit(keras.callbacks.Callback):
         if left <= 0 and not self.reached:
             self.reached = True
             self.model.stop_training = True
+            # Keras's progress line then shows the epoch as complete, its time per step divided
+            # by all of the epoch's steps: say how many ran
+            steps = (self.params or {}).get("steps")
             log.info(
-                "time limit of %s reached: stopping after this step", format_duration(self.seconds)
+                "time limit of %s reached: stopping after step %d of this epoch%s",
+                format_duration(self.seconds),
+                batch + 1,
+                f"'s {steps} (the progress line counts all {steps})" if steps else "",
             )
 
     def on_epoch_end(self, epoch, logs=None):
