@@ -9,19 +9,22 @@ import os
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from devices import FAST_XLA_COMPILE, JAX_PASS  # noqa: E402
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+if FAST_XLA_COMPILE not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_XLA_COMPILE}".strip()
 BACKEND = os.environ.get("KERAS_BACKEND", "tensorflow")
 
 if BACKEND == "jax":
     os.environ["XLA_FLAGS"] = (
         os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2"
     )
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
     import no_tensorflow  # noqa: E402, F401  (blocks TensorFlow before Keras loads)
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
-from devices import JAX_PASS  # noqa: E402
 
 if BACKEND == "tensorflow":
     import tensorflow as tf

@@ -9,6 +9,10 @@ Example:
 
 # the test files that run under both backends (the JAX pass runs only these)
 JAX_PASS = ("test_backends.py", "test_architecture.py", "test_encoded_corpus.py")
+# XLA's CPU backend compiles 35-40% faster without LLVM's optimizations, and the tests' tiny shapes
+# run as fast either way: compiling is most of the JAX pass, the backend twin and the JAX workers.
+# conftest.py puts it in XLA_FLAGS for every process the suite starts.
+FAST_XLA_COMPILE = "--xla_backend_optimization_level=0"
 
 
 def cpu_devices() -> list[str]:

@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+from devices import FAST_XLA_COMPILE
 
 from keras_s2s.cli import main
 from keras_s2s.training.runner import load_model
@@ -167,7 +168,7 @@ def test_two_jax_workers_end_with_identical_weights_and_the_single_process_loss(
     tests = os.path.dirname(os.path.abspath(__file__))
     initial = str(tmp_path / "initial.npz")  # TensorFlow's initial weights, for both backends
     loss, weights = train_tiny_gnmt(get_strategy("default"), initial=initial)
-    env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS="")
+    env = dict(os.environ, KERAS_BACKEND="jax", XLA_FLAGS=FAST_XLA_COMPILE)
     processes = start_workers(
         lambda workers, i: JAX_WORKER_SCRIPT.format(
             tests=tests,
@@ -232,7 +233,7 @@ def start_job(run, tmp_path, name, backend="tensorflow"):
         TF_CPP_MIN_LOG_LEVEL="2",
         TMPDIR=str(scratch),
         KERAS_BACKEND=backend,
-        XLA_FLAGS="",  # one device per worker
+        XLA_FLAGS=FAST_XLA_COMPILE,  # one device per worker
     )
     blocker = [os.path.join(os.path.dirname(__file__), "no_tensorflow.py")]
     workers = free_ports(2)
