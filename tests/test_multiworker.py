@@ -233,7 +233,7 @@ def start_job(run, tmp_path, name, backend="tensorflow"):
         TF_CPP_MIN_LOG_LEVEL="2",
         TMPDIR=str(scratch),
         KERAS_BACKEND=backend,
-        XLA_FLAGS=FAST_XLA_COMPILE,  # one device per worker
+        XLA_FLAGS=FAST_XLA_COMPILE,  # no device-count flag: one device per worker
     )
     blocker = [os.path.join(os.path.dirname(__file__), "no_tensorflow.py")]
     workers = free_ports(2)
